@@ -1,0 +1,4 @@
+//! Advantage estimators ([`envrl::Advantage`] implementations).
+
+mod grpo;
+pub use grpo::*;

@@ -1,0 +1,36 @@
+//! The error type of `envrl-algos`.
+
+use std::path::PathBuf;
+
+/// Errors of model configs, tokenizers and weight files.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A model config holds sizes that do not fit together.
+    #[error("invalid model config field `{field}`: {reason}")]
+    InvalidModelConfig {
+        /// The offending `config.json` key.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A tokenizer file is unreadable or malformed.
+    #[error("tokenizer {path}: {reason}")]
+    Tokenizer {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An algorithm config holds an impossible value.
+    #[error("invalid config field `{field}`: {reason}")]
+    InvalidConfig {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The result type of `envrl-algos`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,40 @@
+//! # envrl-algos
+//!
+//! The algorithms of envrl: advantage estimators ([`Grpo`]), the clipped actor loss
+//! ([`ClippedPolicyGradient`]), the causal-LM policy ([`CausalLm`], Qwen2 and Llama families,
+//! with a KV cache and batched sampling) and tokenizers ([`WordTokenizer`]).
+//!
+//! # Example
+//!
+//! ```
+//! use burn::tensor::Device;
+//! use envrl::{Policy, SamplingParams, Tokenizer};
+//! use envrl_algos::{LmConfig, WordTokenizer};
+//! use rand::SeedableRng;
+//!
+//! let tokenizer = WordTokenizer::from_corpus(["go north", "go south"]);
+//! let model = LmConfig::tiny(tokenizer.vocab_size()).init(&Device::flex(), 0)?;
+//! let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+//! let params = SamplingParams { max_new_tokens: 4, ..Default::default() };
+//! let out = model.generate(&[tokenizer.encode("go")], &[tokenizer.eos_id()], &params, &mut rng);
+//! assert!(out[0].tokens.len() <= 4);
+//! # Ok::<(), envrl_algos::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+mod advantage;
+mod error;
+mod lm;
+mod loss;
+#[cfg(test)]
+mod test_support;
+mod tokenizer;
+
+pub use advantage::{Grpo, GrpoConfig, GrpoStats, group_mean_std, row_scores};
+pub use error::{Error, Result};
+pub use lm::{
+    Attention, CausalLm, DecoderLayer, KvCache, LmConfig, Mlp, Qwen2Model, RmsNorm, TokenBatch,
+    sample_token,
+};
+pub use loss::{ClippedPgConfig, ClippedPolicyGradient, token_mean};
+pub use tokenizer::{EOS_TOKEN, PAD_TOKEN, UNK_TOKEN, WordTokenizer};

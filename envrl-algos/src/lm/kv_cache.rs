@@ -1,0 +1,44 @@
+use burn::tensor::Tensor;
+
+/// Keys and values of past positions for every layer, and which cache positions of each row
+/// are real tokens (left padding is not).
+#[derive(Debug, Clone, Default)]
+pub struct KvCache {
+    /// Per layer: keys and values `[batch, n_kv_heads, kv_seq, head_dim]`.
+    pub(crate) layers: Vec<Option<(Tensor<4>, Tensor<4>)>>,
+    /// Per row: whether each cache position holds a real token.
+    pub(crate) key_valid: Vec<Vec<bool>>,
+}
+
+impl KvCache {
+    /// An empty cache for `layers` decoder layers.
+    pub fn new(layers: usize) -> Self {
+        Self { layers: vec![None; layers], key_valid: Vec::new() }
+    }
+
+    /// The number of cached positions.
+    pub fn len(&self) -> usize {
+        self.key_valid.first().map_or(0, Vec::len)
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Empties the cache.
+    pub fn reset(&mut self) {
+        self.layers.iter_mut().for_each(|l| *l = None);
+        self.key_valid.clear();
+    }
+
+    /// Appends `k`, `v` to layer `layer` and returns the full keys and values.
+    pub(crate) fn append(&mut self, layer: usize, k: Tensor<4>, v: Tensor<4>) -> (Tensor<4>, Tensor<4>) {
+        let (k, v) = match self.layers[layer].take() {
+            Some((pk, pv)) => (Tensor::cat(vec![pk, k], 2), Tensor::cat(vec![pv, v], 2)),
+            None => (k, v),
+        };
+        self.layers[layer] = Some((k.clone(), v.clone()));
+        (k, v)
+    }
+}

@@ -1,0 +1,16 @@
+//! The causal-LM policy: a decoder-only transformer of the Qwen2 family, its KV cache,
+//! sampling and batched generation.
+
+mod config;
+mod generate;
+mod init;
+mod kv_cache;
+mod mask;
+mod policy;
+mod qwen2;
+mod rope;
+mod sampling;
+pub use config::*;
+pub use kv_cache::*;
+pub use qwen2::*;
+pub use sampling::*;

@@ -1,0 +1,286 @@
+//! A Qwen2-family decoder-only transformer: RMSNorm, rotary embeddings, grouped-query
+//! attention with optional QKV bias, a SwiGLU MLP and optionally tied embeddings. With
+//! `attention_bias = false` it is the Llama architecture.
+//!
+//! Read from the smallest block to the largest: [`RmsNorm`], [`Mlp`], [`Attention`],
+//! [`DecoderLayer`], [`Qwen2Model`], [`CausalLm`]. Field names are the Hugging Face tensor names.
+
+use burn::module::{Module, Param};
+use burn::nn::Linear;
+use burn::tensor::activation::silu;
+use burn::tensor::module::{attention, embedding, linear};
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::lm::init::{self, normal, param};
+use crate::lm::mask::attention_mask;
+use crate::lm::rope::RopeTables;
+use crate::lm::{KvCache, LmConfig};
+
+/// Root-mean-square layer norm: `x / sqrt(mean(x²) + ε) · weight`.
+#[derive(Module, Debug)]
+pub struct RmsNorm {
+    /// Per-channel gain, `[d_model]`.
+    pub weight: Param<Tensor<1>>,
+    /// ε (`rms_norm_eps`).
+    pub eps: f64,
+}
+
+impl RmsNorm {
+    /// # Shapes
+    /// - `x`: `[batch, seq, d_model]`; returns the same shape.
+    pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        let rms = (x.clone().square().mean_dim(2) + self.eps).sqrt();
+        (x / rms) * self.weight.val().unsqueeze::<3>()
+    }
+}
+
+/// The SwiGLU feed-forward block: `down(silu(gate(x)) · up(x))`.
+#[derive(Module, Debug)]
+pub struct Mlp {
+    /// `[d_model, intermediate]`.
+    pub gate_proj: Linear,
+    /// `[d_model, intermediate]`.
+    pub up_proj: Linear,
+    /// `[intermediate, d_model]`.
+    pub down_proj: Linear,
+}
+
+impl Mlp {
+    /// # Shapes
+    /// - `x`: `[batch, seq, d_model]`; returns the same shape.
+    pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        self.down_proj.forward(silu(self.gate_proj.forward(x.clone())) * self.up_proj.forward(x))
+    }
+}
+
+/// Grouped-query self-attention with rotary embeddings.
+#[derive(Module, Debug)]
+pub struct Attention {
+    /// `[d_model, n_heads·head_dim]`.
+    pub q_proj: Linear,
+    /// `[d_model, n_kv_heads·head_dim]`.
+    pub k_proj: Linear,
+    /// `[d_model, n_kv_heads·head_dim]`.
+    pub v_proj: Linear,
+    /// `[n_heads·head_dim, d_model]`, no bias.
+    pub o_proj: Linear,
+    /// Query heads.
+    pub n_heads: usize,
+    /// Key/value heads.
+    pub n_kv_heads: usize,
+    /// Width of a head.
+    pub head_dim: usize,
+}
+
+impl Attention {
+    /// # Shapes
+    /// - `x`: `[batch, seq, d_model]`
+    /// - `mask`: `[batch, n_heads, seq, kv_seq]`, true where hidden
+    /// - returns `[batch, seq, d_model]`
+    pub fn forward(
+        &self,
+        x: Tensor<3>,
+        rope: &RopeTables,
+        mask: Tensor<4, Bool>,
+        cache: Option<(&mut KvCache, usize)>,
+    ) -> Tensor<3> {
+        let [batch, seq, _] = x.dims();
+        let (h, kvh, hd) = (self.n_heads, self.n_kv_heads, self.head_dim);
+        let q = self.q_proj.forward(x.clone()).reshape([batch, seq, h, hd]).swap_dims(1, 2);
+        let k = self.k_proj.forward(x.clone()).reshape([batch, seq, kvh, hd]).swap_dims(1, 2);
+        let v = self.v_proj.forward(x).reshape([batch, seq, kvh, hd]).swap_dims(1, 2);
+        let q = rope.apply(q);
+        let k = rope.apply(k);
+        let (k, v) = match cache {
+            Some((cache, layer)) => cache.append(layer, k, v),
+            None => (k, v),
+        };
+        let k = repeat_kv(k, h / kvh);
+        let v = repeat_kv(v, h / kvh);
+        let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: false };
+        let out = attention(q, k, v, Some(mask), None, options);
+        self.o_proj.forward(out.swap_dims(1, 2).reshape([batch, seq, h * hd]))
+    }
+}
+
+/// Repeats each key/value head `n_rep` times: `[b, kvh, s, d]` → `[b, kvh·n_rep, s, d]`.
+fn repeat_kv(x: Tensor<4>, n_rep: usize) -> Tensor<4> {
+    if n_rep == 1 {
+        return x;
+    }
+    let [b, kvh, s, d] = x.dims();
+    x.unsqueeze_dim::<5>(2).expand([b, kvh, n_rep, s, d]).reshape([b, kvh * n_rep, s, d])
+}
+
+/// Pre-norm decoder layer: `x + attn(norm(x))`, then `x + mlp(norm(x))`.
+#[derive(Module, Debug)]
+pub struct DecoderLayer {
+    /// Self-attention.
+    pub self_attn: Attention,
+    /// Feed-forward block.
+    pub mlp: Mlp,
+    /// Norm before attention.
+    pub input_layernorm: RmsNorm,
+    /// Norm before the MLP.
+    pub post_attention_layernorm: RmsNorm,
+}
+
+impl DecoderLayer {
+    fn forward(
+        &self,
+        x: Tensor<3>,
+        rope: &RopeTables,
+        mask: Tensor<4, Bool>,
+        cache: Option<(&mut KvCache, usize)>,
+    ) -> Tensor<3> {
+        let x = x.clone() + self.self_attn.forward(self.input_layernorm.forward(x), rope, mask, cache);
+        x.clone() + self.mlp.forward(self.post_attention_layernorm.forward(x))
+    }
+}
+
+/// The token embedding, the decoder stack and the final norm.
+#[derive(Module, Debug)]
+pub struct Qwen2Model {
+    /// `[vocab, d_model]`.
+    pub embed_tokens: Param<Tensor<2>>,
+    /// The decoder layers.
+    pub layers: Vec<DecoderLayer>,
+    /// Final norm.
+    pub norm: RmsNorm,
+}
+
+/// A batch of token rows prepared on the host: ids, positions and key validity.
+#[derive(Debug, Clone)]
+pub struct TokenBatch<'a> {
+    /// Row-major `[batch, seq]` token ids.
+    pub ids: &'a [u32],
+    /// Rows.
+    pub batch: usize,
+    /// Columns.
+    pub seq: usize,
+    /// Row-major `[batch, seq]` RoPE positions.
+    pub positions: &'a [usize],
+    /// Per row: whether each position (cached ones first, then these) is a real token.
+    pub key_valid: &'a [Vec<bool>],
+}
+
+/// The causal language model: [`Qwen2Model`] plus the output layer.
+#[derive(Module, Debug)]
+pub struct CausalLm {
+    /// The transformer.
+    pub model: Qwen2Model,
+    /// The output layer `[d_model, vocab]`; `None` when tied to the embedding.
+    pub lm_head: Option<Linear>,
+    /// RoPE base θ.
+    pub rope_theta: f64,
+}
+
+impl CausalLm {
+    pub(crate) fn init(config: &LmConfig, device: &Device, seed: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let std = config.initializer_range;
+        let (d, hd) = (config.hidden_size, config.head_dim());
+        let (h, kvh) = (config.num_attention_heads, config.num_key_value_heads);
+        let norm = |device: &Device| RmsNorm {
+            weight: param(vec![1.0; d], [d], device),
+            eps: config.rms_norm_eps,
+        };
+        let embed_tokens =
+            param(normal(&mut rng, config.vocab_size * d, std), [config.vocab_size, d], device);
+        let layers = (0..config.num_hidden_layers)
+            .map(|_| DecoderLayer {
+                self_attn: Attention {
+                    q_proj: init::linear(&mut rng, d, h * hd, config.attention_bias, std, device),
+                    k_proj: init::linear(&mut rng, d, kvh * hd, config.attention_bias, std, device),
+                    v_proj: init::linear(&mut rng, d, kvh * hd, config.attention_bias, std, device),
+                    o_proj: init::linear(&mut rng, h * hd, d, false, std, device),
+                    n_heads: h,
+                    n_kv_heads: kvh,
+                    head_dim: hd,
+                },
+                mlp: Mlp {
+                    gate_proj: init::linear(&mut rng, d, config.intermediate_size, false, std, device),
+                    up_proj: init::linear(&mut rng, d, config.intermediate_size, false, std, device),
+                    down_proj: init::linear(&mut rng, config.intermediate_size, d, false, std, device),
+                },
+                input_layernorm: norm(device),
+                post_attention_layernorm: norm(device),
+            })
+            .collect();
+        let lm_head = (!config.tie_word_embeddings)
+            .then(|| init::linear(&mut rng, d, config.vocab_size, false, std, device));
+        CausalLm {
+            model: Qwen2Model { embed_tokens, layers, norm: norm(device) },
+            lm_head,
+            rope_theta: config.rope_theta,
+        }
+    }
+
+    /// The device the weights live on.
+    pub fn device(&self) -> Device {
+        self.model.embed_tokens.val().device()
+    }
+
+    /// The vocabulary size.
+    pub fn vocab_size(&self) -> usize {
+        self.model.embed_tokens.val().dims()[0]
+    }
+
+    /// The number of decoder layers.
+    pub fn num_layers(&self) -> usize {
+        self.model.layers.len()
+    }
+
+    /// Final hidden states of a batch; appends to `cache` when given.
+    ///
+    /// # Shapes
+    /// - returns `[batch, seq, d_model]`
+    pub fn forward_hidden(&self, batch: &TokenBatch<'_>, mut cache: Option<&mut KvCache>) -> Tensor<3> {
+        let device = self.device();
+        let (b, s) = (batch.batch, batch.seq);
+        let ids: Vec<i64> = batch.ids.iter().map(|&i| i as i64).collect();
+        let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [b, s]), &device);
+        let first = &self.model.layers[0].self_attn;
+        let (heads, head_dim) = (first.n_heads, first.head_dim);
+        let past = cache.as_ref().map_or(0, |c| c.len());
+        let rope = RopeTables::new(batch.positions, b, s, head_dim, self.rope_theta, &device);
+        let mask = attention_mask(batch.key_valid, past, s, heads, &device);
+        let mut x = embedding(self.model.embed_tokens.val(), ids);
+        for (i, layer) in self.model.layers.iter().enumerate() {
+            let layer_cache = cache.as_deref_mut().map(|c| (c, i));
+            x = layer.forward(x, &rope, mask.clone(), layer_cache);
+        }
+        if let Some(cache) = cache {
+            cache.key_valid = batch.key_valid.to_vec();
+        }
+        self.model.norm.forward(x)
+    }
+
+    /// Output logits of hidden states.
+    ///
+    /// # Shapes
+    /// - `hidden`: `[batch, seq, d_model]`; returns `[batch, seq, vocab]`
+    pub fn logits(&self, hidden: Tensor<3>) -> Tensor<3> {
+        match &self.lm_head {
+            Some(head) => head.forward(hidden),
+            None => linear(hidden, self.model.embed_tokens.val().transpose(), None),
+        }
+    }
+
+    /// Logits of unpadded rows of equal length, positions `0..seq`.
+    ///
+    /// # Shapes
+    /// - `ids`: `batch` rows of `seq` ids; returns `[batch, seq, vocab]`
+    pub fn forward(&self, ids: &[Vec<u32>]) -> Tensor<3> {
+        let batch = ids.len();
+        let seq = ids.first().map_or(0, Vec::len);
+        let flat: Vec<u32> = ids.concat();
+        let positions: Vec<usize> = (0..batch).flat_map(|_| 0..seq).collect();
+        let key_valid = vec![vec![true; seq]; batch];
+        let tb = TokenBatch { ids: &flat, batch, seq, positions: &positions, key_valid: &key_valid };
+        self.logits(self.forward_hidden(&tb, None))
+    }
+}

@@ -1,0 +1,4 @@
+//! Tokenizers for [`envrl::Tokenizer`].
+
+mod word;
+pub use word::*;

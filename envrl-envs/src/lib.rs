@@ -1,0 +1,24 @@
+//! # envrl-envs
+//!
+//! Text environments for envrl. They implement [`envrl::Environment`] and know nothing of
+//! tensors or models. Each benchmark keeps its engine, its prompt templates and its action
+//! projection in separate files.
+//!
+//! - [`keydoor`]: a small, fast key-and-door world that a tiny model learns in minutes on a CPU,
+//!   for tests and the first example.
+//!
+//! # Example
+//!
+//! ```
+//! use envrl::Environment;
+//! use envrl_envs::keydoor::KeyDoor;
+//!
+//! let mut env = KeyDoor::default();
+//! let first = env.reset(7);
+//! assert!(first.admissible.iter().any(|a| a.starts_with("go ")));
+//! let outcome = env.step("dance");
+//! assert_eq!(outcome.observation.text.split(" . ").next(), Some("nothing happens"));
+//! ```
+#![deny(missing_docs)]
+
+pub mod keydoor;

@@ -1,0 +1,12 @@
+//! # envrl-examples
+//!
+//! The programs people run with envrl, and the set-up code they share. Binaries stay thin:
+//! they parse arguments, pick a device and call into this library.
+//!
+//! - [`keydoor`]: a from-scratch tiny LM trained with GRPO on the key-and-door world.
+//! - [`progress`]: the terminal progress bar and metrics file of a run.
+#![deny(missing_docs)]
+
+pub mod device;
+pub mod keydoor;
+pub mod progress;

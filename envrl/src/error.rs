@@ -1,0 +1,57 @@
+//! The error type of the `envrl` crate.
+
+use std::path::PathBuf;
+
+/// Errors raised by the core crate: invalid configurations, checkpoints and I/O.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A configuration field holds an impossible value.
+    #[error("invalid config field `{field}`: {reason}")]
+    InvalidConfig {
+        /// The name of the offending field.
+        field: &'static str,
+        /// What is wrong with its value.
+        reason: String,
+    },
+    /// A configuration file could not be parsed.
+    #[error("cannot parse config {path}: {reason}")]
+    ConfigFile {
+        /// The file that was read.
+        path: PathBuf,
+        /// The parser's message (it names unknown fields).
+        reason: String,
+    },
+    /// A checkpoint is missing, incomplete or corrupt.
+    #[error("checkpoint {path}: {reason}")]
+    Checkpoint {
+        /// The checkpoint directory or file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An I/O error on a named file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file that could not be read or written.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Builds an [`Error::InvalidConfig`].
+    pub fn config(field: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidConfig { field, reason: reason.into() }
+    }
+
+    /// Builds an [`Error::Io`] for `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+}
+
+/// The result type of the `envrl` crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,58 @@
+//! # envrl
+//!
+//! Agentic reinforcement learning for language-model agents that also learns the environment's
+//! dynamics, after *EnvRL* (arXiv:2606.17680).
+//!
+//! This core crate defines the four traits everything composes through —
+//! [`Environment`], [`Policy`], [`Advantage`] and [`AuxObjective`] — the [`Trajectory`] types
+//! that separate acting from learning, the lock-step [`RolloutEngine`] (one batched policy call
+//! per turn) and the [`Trainer`] (rollout → advantages → losses → AdamW → metrics →
+//! checkpoint). Implementations live in `envrl-algos` (GRPO, the causal-LM policy, …) and
+//! `envrl-envs` (ALFWorld, WebShop, test worlds).
+//!
+//! # Example
+//!
+//! ```
+//! use envrl::{Schedule, TrainerConfig};
+//!
+//! let config = TrainerConfig::builder().with_groups(4).with_group_size(8).build()?;
+//! let lambda = Schedule::Cosine { start: 0.2 };
+//! assert_eq!(lambda.value(0, config.iterations), 0.2);
+//! # Ok::<(), envrl::Error>(())
+//! ```
+//!
+//! # Crate features
+//! - `tch`, `wgpu`, `cuda`: compile in the corresponding Burn backend. The pure-Rust CPU
+//!   backend (`flex`) is always available.
+#![deny(missing_docs)]
+
+mod advantage;
+mod aux;
+mod env;
+mod error;
+mod policy;
+mod rollout;
+mod trainer;
+mod trajectory;
+
+pub use advantage::Advantage;
+pub use aux::{AuxExample, AuxObjective, token_mean_cross_entropy};
+pub use env::{Environment, Observation, StepOutcome};
+pub use error::{Error, Result};
+pub use policy::{Generation, Policy, SamplingParams, ScoreRow, TokenScores, Tokenizer};
+pub use rollout::{
+    ActionParser, HistoryEntry, ParsedAction, PromptBuilder, RolloutEngine, RolloutSlot,
+    RolloutStats, grouped_slots,
+};
+pub use trainer::{
+    BehaviourCloning,
+    CHECKPOINT_FORMAT, CheckpointState, EVAL_SEED_OFFSET, EvalReport, IterationMetrics,
+    JsonlSink, LoadedCheckpoint, MetricsSink, PolicyLoss, PolicyLossInput, PolicyLossOutput,
+    Schedule, Trainer, TrainerConfig, TrainerConfigBuilder, TrainerParts, checkpoint_name,
+    checkpoints_to_delete, clip_global_grad_norm, global_grad_norm, latest_checkpoint,
+    load_checkpoint, prune_checkpoints, save_checkpoint,
+};
+pub use trajectory::{RolloutBatch, RowRef, Step, Trajectory};
+
+/// Re-export of the Burn version envrl is built on.
+pub use burn;

@@ -1,0 +1,146 @@
+use rand_chacha::ChaCha8Rng;
+
+use crate::env::{Environment, Observation};
+use crate::policy::{Policy, SamplingParams, Tokenizer};
+use crate::rollout::{ActionParser, HistoryEntry, PromptBuilder};
+use crate::trajectory::{RolloutBatch, Step, Trajectory};
+
+/// One environment copy to roll out: which task it plays and which group it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RolloutSlot {
+    /// The task the environment is reset to.
+    pub task_id: u64,
+    /// The group (rollouts of the same task) the trajectory belongs to.
+    pub group_id: usize,
+}
+
+/// Lays out `group_size` copies of each task contiguously: slot `j` belongs to group
+/// `j / group_size` (ENVRL.md §1.1).
+pub fn grouped_slots(tasks: &[u64], group_size: usize) -> Vec<RolloutSlot> {
+    tasks
+        .iter()
+        .enumerate()
+        .flat_map(|(group_id, &task_id)| {
+            (0..group_size).map(move |_| RolloutSlot { task_id, group_id })
+        })
+        .collect()
+}
+
+/// Statistics of one rollout.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RolloutStats {
+    /// Environment steps taken.
+    pub env_steps: usize,
+    /// Tokens generated.
+    pub generated_tokens: usize,
+    /// Batched policy calls (one per turn).
+    pub policy_calls: usize,
+}
+
+/// Steps many environments in lock-step, with one batched policy call per turn.
+pub struct RolloutEngine<'a> {
+    /// Tokenizer of the policy.
+    pub tokenizer: &'a dyn Tokenizer,
+    /// Builds each step's prompt.
+    pub prompt: &'a dyn PromptBuilder,
+    /// Projects responses to actions.
+    pub parser: &'a dyn ActionParser,
+    /// How responses are sampled.
+    pub sampling: &'a SamplingParams,
+    /// The step limit of an episode.
+    pub max_steps: usize,
+}
+
+struct Active {
+    observation: Observation,
+    history: Vec<HistoryEntry>,
+    done: bool,
+}
+
+impl RolloutEngine<'_> {
+    /// Resets `envs[j]` to `slots[j]`'s task and plays every environment until it is done or
+    /// `max_steps` steps were taken.
+    ///
+    /// # Panics
+    /// Panics if `envs` and `slots` differ in length (a caller bug).
+    pub fn run<P: Policy, E: Environment>(
+        &self,
+        policy: &P,
+        envs: &mut [E],
+        slots: &[RolloutSlot],
+        rng: &mut ChaCha8Rng,
+    ) -> (RolloutBatch, RolloutStats) {
+        assert_eq!(envs.len(), slots.len(), "one slot per environment");
+        let mut stats = RolloutStats::default();
+        let mut states: Vec<Active> = envs
+            .iter_mut()
+            .zip(slots)
+            .map(|(env, slot)| Active {
+                observation: env.reset(slot.task_id),
+                history: Vec::new(),
+                done: false,
+            })
+            .collect();
+        let mut trajectories: Vec<Trajectory> = slots
+            .iter()
+            .zip(&states)
+            .enumerate()
+            .map(|(traj_id, (slot, state))| Trajectory {
+                group_id: slot.group_id,
+                traj_id,
+                task_id: slot.task_id,
+                task: state.observation.task.clone(),
+                steps: Vec::new(),
+            })
+            .collect();
+        let stop_ids = self.tokenizer.stop_ids();
+
+        for t in 0..self.max_steps {
+            let active: Vec<usize> = (0..states.len()).filter(|&j| !states[j].done).collect();
+            if active.is_empty() {
+                break;
+            }
+            let prompts: Vec<Vec<u32>> = active
+                .iter()
+                .map(|&j| {
+                    let s = &states[j];
+                    let text = self.prompt.build(&s.observation, &s.history, t);
+                    self.tokenizer.encode_prompt(&text)
+                })
+                .collect();
+            let generations = policy.generate(&prompts, &stop_ids, self.sampling, rng);
+            stats.policy_calls += 1;
+
+            for ((&j, prompt_ids), generation) in active.iter().zip(prompts).zip(generations) {
+                let state = &mut states[j];
+                let response = self.tokenizer.decode(&generation.tokens);
+                let parsed = self.parser.parse(&response, &state.observation.admissible);
+                let outcome = envs[j].step(&parsed.action);
+                stats.env_steps += 1;
+                stats.generated_tokens += generation.tokens.len();
+                trajectories[j].steps.push(Step {
+                    t,
+                    prompt_ids,
+                    response_ids: generation.tokens,
+                    old_logprobs: generation.logprobs,
+                    observation: state.observation.text.clone(),
+                    admissible: state.observation.admissible.clone(),
+                    next_observation: outcome.observation.text.clone(),
+                    response,
+                    action: parsed.action.clone(),
+                    reward: outcome.reward,
+                    valid: parsed.valid,
+                    done: outcome.done,
+                    won: outcome.won,
+                });
+                state.history.push(HistoryEntry {
+                    observation: std::mem::take(&mut state.observation.text),
+                    action: parsed.action,
+                });
+                state.observation = outcome.observation;
+                state.done = outcome.done;
+            }
+        }
+        (RolloutBatch { trajectories }, stats)
+    }
+}

@@ -1,0 +1,217 @@
+use std::path::Path;
+
+use derive_builder::Builder;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::policy::SamplingParams;
+
+/// The settings of a training run that do not depend on the algorithm.
+///
+/// Defaults are the paper's ALFWorld values (ENVRL.md §5). Build one with
+/// [`TrainerConfig::builder`] (validated) or deserialize it (unknown fields are rejected) and call
+/// [`TrainerConfig::validate`].
+///
+/// ```
+/// let config = envrl::TrainerConfig::builder()
+///     .with_iterations(10)
+///     .with_group_size(4)
+///     .build()?;
+/// assert_eq!(config.groups, 16);
+/// # Ok::<(), envrl::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Builder)]
+#[serde(deny_unknown_fields, default)]
+#[builder(default, setter(prefix = "with"), build_fn(private, name = "build_unvalidated"))]
+pub struct TrainerConfig {
+    /// The one seed every RNG of the run derives from. Default 0.
+    pub seed: u64,
+    /// Training iterations T. Default 150.
+    pub iterations: usize,
+    /// Tasks sampled per iteration (groups). Default 16.
+    pub groups: usize,
+    /// Rollouts per task N. Default 8.
+    pub group_size: usize,
+    /// Step limit of an episode. Default 50 (ALFWorld).
+    pub max_steps: usize,
+    /// Step rows per optimizer step (mini-batch). Default 256.
+    pub mini_batch_rows: usize,
+    /// AdamW learning rate. Default 1e-6.
+    pub learning_rate: f64,
+    /// AdamW decoupled weight decay. Default 0.01.
+    pub weight_decay: f64,
+    /// Global gradient-norm clip. Default 1.0.
+    pub max_grad_norm: f64,
+    /// Sampling during training rollouts. Default temperature 1, top-p 1, 512 tokens.
+    pub sampling: SamplingParams,
+    /// Sampling during evaluation. Default temperature 0.4 (verl-agent validation).
+    pub eval_sampling: SamplingParams,
+    /// Evaluate every this many iterations (and before training); 0 disables. Default 5.
+    pub eval_every: usize,
+    /// Episodes per evaluation. Default 128.
+    pub eval_episodes: usize,
+    /// Save a checkpoint every this many iterations; 0 disables. Default 0.
+    pub checkpoint_every: usize,
+    /// How many checkpoints to keep. Default 2.
+    pub keep_checkpoints: usize,
+}
+
+impl Default for TrainerConfig {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            iterations: 150,
+            groups: 16,
+            group_size: 8,
+            max_steps: 50,
+            mini_batch_rows: 256,
+            learning_rate: 1e-6,
+            weight_decay: 0.01,
+            max_grad_norm: 1.0,
+            sampling: SamplingParams::default(),
+            eval_sampling: SamplingParams { temperature: 0.4, ..SamplingParams::default() },
+            eval_every: 5,
+            eval_episodes: 128,
+            checkpoint_every: 0,
+            keep_checkpoints: 2,
+        }
+    }
+}
+
+impl TrainerConfigBuilder {
+    /// Builds and validates the config.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first impossible field (see [`TrainerConfig::validate`]).
+    pub fn build(&self) -> Result<TrainerConfig> {
+        // Every field has a default (`#[builder(default)]`), so the generated build cannot fail.
+        let config = self.build_unvalidated().map_err(|e| Error::config("builder", e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+impl TrainerConfig {
+    /// A builder starting from the defaults.
+    pub fn builder() -> TrainerConfigBuilder {
+        TrainerConfigBuilder::default()
+    }
+
+    /// Reads a TOML or JSON file (by extension) and validates it.
+    ///
+    /// # Errors
+    /// [`Error::Io`], [`Error::ConfigFile`] (naming unknown fields) or [`Error::InvalidConfig`].
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let config: TrainerConfig = serde_json::from_str(&text).map_err(|e| Error::ConfigFile {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] when a count that must be positive is 0
+    /// (`iterations`, `groups`, `group_size`, `max_steps`, `mini_batch_rows`,
+    /// `sampling.max_new_tokens`), when the learning rate is not positive and finite, when weight
+    /// decay or the gradient clip is negative, or when a temperature or top-p is out of range.
+    pub fn validate(&self) -> Result<()> {
+        let positive = [
+            ("iterations", self.iterations),
+            ("groups", self.groups),
+            ("group_size", self.group_size),
+            ("max_steps", self.max_steps),
+            ("mini_batch_rows", self.mini_batch_rows),
+            ("sampling.max_new_tokens", self.sampling.max_new_tokens),
+            ("eval_sampling.max_new_tokens", self.eval_sampling.max_new_tokens),
+        ];
+        for (field, value) in positive {
+            if value == 0 {
+                return Err(Error::config(field, "must be at least 1, got 0"));
+            }
+        }
+        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
+            return Err(Error::config(
+                "learning_rate",
+                format!("must be positive and finite, got {}", self.learning_rate),
+            ));
+        }
+        for (field, value) in
+            [("weight_decay", self.weight_decay), ("max_grad_norm", self.max_grad_norm)]
+        {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(Error::config(field, format!("must be ≥ 0 and finite, got {value}")));
+            }
+        }
+        for (prefix, s) in [("sampling", &self.sampling), ("eval_sampling", &self.eval_sampling)] {
+            if !(s.temperature.is_finite() && s.temperature >= 0.0) {
+                let field = if prefix == "sampling" {
+                    "sampling.temperature"
+                } else {
+                    "eval_sampling.temperature"
+                };
+                return Err(Error::config(field, format!("must be ≥ 0, got {}", s.temperature)));
+            }
+            if !(s.top_p > 0.0 && s.top_p <= 1.0) {
+                let field = if prefix == "sampling" { "sampling.top_p" } else { "eval_sampling.top_p" };
+                return Err(Error::config(field, format!("must be in (0, 1], got {}", s.top_p)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the config against the number of training tasks available.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] on `groups` when more tasks are asked per iteration than exist.
+    pub fn validate_against_tasks(&self, train_tasks: usize) -> Result<()> {
+        if self.groups > train_tasks {
+            return Err(Error::config(
+                "groups",
+                format!("{} tasks per iteration but only {train_tasks} training tasks", self.groups),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_group_size_is_rejected_by_name() {
+        let err = TrainerConfig::builder().with_group_size(0).build().unwrap_err();
+        assert!(err.to_string().contains("`group_size`"), "{err}");
+    }
+
+    #[test]
+    fn negative_learning_rate_is_rejected_by_name() {
+        let err = TrainerConfig::builder().with_learning_rate(-1e-3).build().unwrap_err();
+        assert!(err.to_string().contains("`learning_rate`"), "{err}");
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected_by_name() {
+        let err = serde_json::from_str::<TrainerConfig>(r#"{"grups": 3}"#).unwrap_err();
+        assert!(err.to_string().contains("grups"), "{err}");
+    }
+
+    #[test]
+    fn more_groups_than_tasks_is_rejected() {
+        let config = TrainerConfig::builder().with_groups(20).build().unwrap();
+        let err = config.validate_against_tasks(10).unwrap_err();
+        assert!(err.to_string().contains("`groups`"), "{err}");
+    }
+
+    #[test]
+    fn config_round_trips_through_json() {
+        let config = TrainerConfig::builder().with_seed(7).build().unwrap();
+        let json = serde_json::to_string(&config).unwrap();
+        assert_eq!(serde_json::from_str::<TrainerConfig>(&json).unwrap(), config);
+    }
+}

@@ -1,0 +1,452 @@
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::advantage::Advantage;
+use crate::aux::{AuxExample, AuxObjective};
+use crate::env::Environment;
+use crate::error::{Error, Result};
+use crate::policy::{Policy, SamplingParams, ScoreRow, Tokenizer};
+use crate::rollout::{ActionParser, PromptBuilder, RolloutEngine, RolloutStats, grouped_slots};
+use crate::trainer::{
+    CHECKPOINT_FORMAT, CheckpointState, IterationMetrics, MetricsSink, PolicyLoss,
+    PolicyLossInput, TrainerConfig, clip_global_grad_norm, load_checkpoint, prune_checkpoints,
+    save_checkpoint,
+};
+use crate::trajectory::RolloutBatch;
+
+/// Evaluation uses its own RNG, derived from the run seed by this offset (verl-agent's `+1000`).
+pub const EVAL_SEED_OFFSET: u64 = 1000;
+
+/// The parts a [`Trainer`] composes, all behind the crate's traits.
+pub struct TrainerParts<E> {
+    /// The policy's tokenizer.
+    pub tokenizer: Arc<dyn Tokenizer>,
+    /// Builds each step's prompt.
+    pub prompt: Box<dyn PromptBuilder>,
+    /// Projects responses to actions.
+    pub parser: Box<dyn ActionParser>,
+    /// The advantage estimator (GRPO, …).
+    pub advantage: Box<dyn Advantage>,
+    /// The actor loss (clipped surrogate, KL, entropy).
+    pub loss: Box<dyn PolicyLoss>,
+    /// Auxiliary objectives (state prediction, inverse dynamics, yours).
+    pub aux: Vec<Box<dyn AuxObjective>>,
+    /// Makes one environment; called once per parallel rollout slot.
+    pub make_env: Box<dyn Fn() -> E + Send>,
+    /// The task ids training samples from.
+    pub train_tasks: Vec<u64>,
+    /// The task ids evaluation plays, in order.
+    pub eval_tasks: Vec<u64>,
+}
+
+/// The outcome of an evaluation.
+#[derive(Debug, Clone)]
+pub struct EvalReport {
+    /// Fraction of episodes won.
+    pub success_rate: f64,
+    /// Mean episode return.
+    pub mean_return: f64,
+    /// The played episodes, for per-task breakdowns.
+    pub batch: RolloutBatch,
+}
+
+/// Runs training: rollout → advantages → losses → AdamW steps with gradient clipping →
+/// metrics → checkpoint.
+pub struct Trainer<P: Policy, E: Environment> {
+    config: TrainerConfig,
+    device: Device,
+    policy: P,
+    reference: Option<P>,
+    optimizer: ModuleOptimizer,
+    parts: TrainerParts<E>,
+    envs: Vec<E>,
+    rng: ChaCha8Rng,
+    iteration: usize,
+    env_steps: usize,
+    checkpoint_dir: Option<PathBuf>,
+}
+
+/// AdamW with the config's weight decay (betas 0.9/0.999, ε 1e-8; clipping is global and done
+/// by the trainer).
+fn adamw(config: &TrainerConfig) -> ModuleOptimizer {
+    AdamWConfig::new()
+        .with_weight_decay(config.weight_decay as f32)
+        .with_epsilon(1e-8)
+        .init()
+}
+
+impl<P, E> Trainer<P, E>
+where
+    P: Policy,
+    E: Environment,
+{
+    /// Builds a trainer for `policy`, which must live on an autodiff device.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] when the config is invalid, when there are fewer training tasks
+    /// than `groups`, or when there are no evaluation tasks but evaluation is on.
+    pub fn new(config: TrainerConfig, policy: P, parts: TrainerParts<E>) -> Result<Self> {
+        config.validate()?;
+        config.validate_against_tasks(parts.train_tasks.len())?;
+        if config.eval_every > 0 && parts.eval_tasks.is_empty() {
+            return Err(Error::config("eval_every", "evaluation is on but there are no eval tasks"));
+        }
+        let device = policy
+            .devices()
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::config("policy", "the policy has no parameters"))?;
+        if !device.is_autodiff() {
+            return Err(Error::config("policy", "the policy must live on an autodiff device"));
+        }
+        let reference = parts.loss.needs_reference().then(|| policy.valid());
+        let optimizer = adamw(&config);
+        let rng = ChaCha8Rng::seed_from_u64(config.seed);
+        Ok(Self {
+            config,
+            device,
+            policy,
+            reference,
+            optimizer,
+            parts,
+            envs: Vec::new(),
+            rng,
+            iteration: 0,
+            env_steps: 0,
+            checkpoint_dir: None,
+        })
+    }
+
+    /// Saves checkpoints under `dir` every `config.checkpoint_every` iterations.
+    pub fn with_checkpoint_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.checkpoint_dir = Some(dir.into());
+        self
+    }
+
+    /// The config of the run.
+    pub fn config(&self) -> &TrainerConfig {
+        &self.config
+    }
+
+    /// The policy being trained.
+    pub fn policy(&self) -> &P {
+        &self.policy
+    }
+
+    /// Iterations completed.
+    pub fn iteration(&self) -> usize {
+        self.iteration
+    }
+
+    /// Runs the remaining iterations, evaluating and checkpointing as configured.
+    ///
+    /// # Errors
+    /// [`Error::Io`] or [`Error::Checkpoint`] when a checkpoint cannot be written.
+    pub fn run(&mut self, sink: &mut dyn MetricsSink) -> Result<()> {
+        while self.iteration < self.config.iterations {
+            let eval = (self.config.eval_every > 0 && self.iteration % self.config.eval_every == 0)
+                .then(|| self.evaluate(self.config.eval_episodes));
+            let mut metrics = self.train_iteration();
+            if let Some(report) = eval {
+                metrics.set("eval/success", report.success_rate);
+                metrics.set("eval/return", report.mean_return);
+            }
+            sink.record(&metrics);
+            let every = self.config.checkpoint_every;
+            if every > 0 && self.iteration % every == 0 {
+                self.save_checkpoint()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Plays `episodes` evaluation episodes (one per task, cycling over the eval tasks) with
+    /// the evaluation sampling settings and a fixed RNG, so every evaluation sees the same noise.
+    pub fn evaluate(&mut self, episodes: usize) -> EvalReport {
+        let tasks: Vec<u64> =
+            self.parts.eval_tasks.iter().copied().cycle().take(episodes).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(self.config.seed.wrapping_add(EVAL_SEED_OFFSET));
+        let sampling = self.config.eval_sampling.clone();
+        let (batch, _) = self.rollout(&tasks, 1, &sampling, &mut rng);
+        EvalReport { success_rate: batch.success_rate(), mean_return: batch.mean_return(), batch }
+    }
+
+    fn rollout(
+        &mut self,
+        tasks: &[u64],
+        group_size: usize,
+        sampling: &SamplingParams,
+        rng: &mut ChaCha8Rng,
+    ) -> (RolloutBatch, RolloutStats) {
+        let slots = grouped_slots(tasks, group_size);
+        while self.envs.len() < slots.len() {
+            self.envs.push((self.parts.make_env)());
+        }
+        let engine = RolloutEngine {
+            tokenizer: self.parts.tokenizer.as_ref(),
+            prompt: self.parts.prompt.as_ref(),
+            parser: self.parts.parser.as_ref(),
+            sampling,
+            max_steps: self.config.max_steps,
+        };
+        let acting = self.policy.valid();
+        engine.run(&acting, &mut self.envs[..slots.len()], &slots, rng)
+    }
+
+    /// Runs one iteration: rollout, advantages, auxiliary examples and one epoch of updates.
+    pub fn train_iteration(&mut self) -> IterationMetrics {
+        let start = Instant::now();
+        // Sample distinct tasks for the groups.
+        let picks = rand::seq::index::sample(
+            &mut self.rng,
+            self.parts.train_tasks.len(),
+            self.config.groups,
+        );
+        let tasks: Vec<u64> = picks.iter().map(|i| self.parts.train_tasks[i]).collect();
+        let sampling = self.config.sampling.clone();
+        let mut rng = self.rng.clone();
+        let (batch, stats) = self.rollout(&tasks, self.config.group_size, &sampling, &mut rng);
+        self.rng = rng;
+        let rollout_secs = start.elapsed().as_secs_f64();
+
+        let advantages = self.parts.advantage.compute(&batch);
+        let aux_examples: Vec<Vec<AuxExample>> = self
+            .parts
+            .aux
+            .iter()
+            .map(|aux| aux.examples(&batch, self.parts.tokenizer.as_ref(), &mut self.rng))
+            .collect();
+
+        let update_start = Instant::now();
+        let mut update = self.update(&batch, &advantages, &aux_examples);
+        let update_secs = update_start.elapsed().as_secs_f64();
+
+        self.env_steps += stats.env_steps;
+        let mut metrics = IterationMetrics {
+            iteration: self.iteration,
+            env_steps: self.env_steps,
+            values: Default::default(),
+        };
+        metrics.set("episode/success", batch.success_rate());
+        metrics.set("episode/return", batch.mean_return());
+        metrics.set("episode/length", batch.mean_length());
+        metrics.set("policy/invalid_action_rate", batch.invalid_rate());
+        metrics.set("optim/lr", self.config.learning_rate);
+        for (name, value) in update.values.drain(..) {
+            metrics.set(name, value);
+        }
+        let wall = start.elapsed().as_secs_f64();
+        metrics.set("perf/wall_s", wall);
+        metrics.set("perf/rollout_s", rollout_secs);
+        metrics.set("perf/update_s", update_secs);
+        metrics.set("perf/env_steps_per_s", stats.env_steps as f64 / rollout_secs.max(1e-9));
+        metrics.set(
+            "perf/gen_tokens_per_s",
+            stats.generated_tokens as f64 / rollout_secs.max(1e-9),
+        );
+        metrics.set("perf/train_tokens_per_s", update.tokens as f64 / update_secs.max(1e-9));
+        metrics.set(
+            "perf/tokens_per_s",
+            (update.tokens + stats.generated_tokens) as f64 / wall.max(1e-9),
+        );
+        self.iteration += 1;
+        log::info!(
+            "iteration {} success {:.3} return {:.3}",
+            metrics.iteration,
+            batch.success_rate(),
+            batch.mean_return()
+        );
+        metrics
+    }
+
+    fn update(
+        &mut self,
+        batch: &RolloutBatch,
+        advantages: &[f32],
+        aux_examples: &[Vec<AuxExample>],
+    ) -> UpdateSummary {
+        let rows: Vec<(ScoreRow, &[f32])> = batch
+            .rows()
+            .map(|r| {
+                let row = ScoreRow {
+                    context: r.step.prompt_ids.clone(),
+                    target: r.step.response_ids.clone(),
+                };
+                (row, r.step.old_logprobs.as_slice())
+            })
+            .collect();
+        let mini = self.config.mini_batch_rows;
+        let n_minibatches = rows.len().div_ceil(mini).max(1);
+        let lambdas: Vec<f64> = self
+            .parts
+            .aux
+            .iter()
+            .map(|aux| aux.schedule().value(self.iteration, self.config.iterations))
+            .collect();
+        let mut summary = UpdateSummary::default();
+        let mut sums: Vec<(String, f64)> = Vec::new();
+        let add = |sums: &mut Vec<(String, f64)>, name: &str, value: f64| {
+            match sums.iter_mut().find(|(n, _)| n == name) {
+                Some((_, v)) => *v += value,
+                None => sums.push((name.to_string(), value)),
+            }
+        };
+
+        for (m, chunk_start) in (0..rows.len()).step_by(mini).enumerate() {
+            let chunk = &rows[chunk_start..(chunk_start + mini).min(rows.len())];
+            let score_rows: Vec<ScoreRow> = chunk.iter().map(|(r, _)| r.clone()).collect();
+            summary.tokens += score_rows.iter().map(|r| r.context.len() + r.target.len()).sum::<usize>();
+            let scores = self.policy.score(&score_rows, self.parts.loss.needs_entropy());
+            let [n, width] = scores.mask.dims();
+            let old = padded(chunk.iter().map(|(_, lp)| *lp), n, width, &self.device);
+            let ref_logprobs = self.reference.as_ref().map(|reference| {
+                let data = reference.score(&score_rows, false).logprobs.into_data();
+                Tensor::<2>::from_data(data, &self.device)
+            });
+            let adv = Tensor::<2>::from_data(
+                TensorData::new(advantages[chunk_start..chunk_start + n].to_vec(), [n, 1]),
+                &self.device,
+            );
+            let output = self.parts.loss.loss(PolicyLossInput {
+                scores: &scores,
+                old_logprobs: old,
+                ref_logprobs,
+                advantages: adv,
+            });
+            let mut total = output.loss;
+            for (name, value) in output.stats {
+                add(&mut sums, name, value.into_scalar::<f32>() as f64);
+            }
+            // Auxiliary terms: this optimizer step's even share of each objective's examples.
+            for ((aux, examples), &lambda) in self.parts.aux.iter().zip(aux_examples).zip(&lambdas)
+            {
+                let share = even_share(examples.len(), n_minibatches, m);
+                if share.is_empty() || lambda == 0.0 {
+                    continue;
+                }
+                let aux_rows: Vec<ScoreRow> =
+                    examples[share].iter().map(|e| e.row.clone()).collect();
+                summary.tokens +=
+                    aux_rows.iter().map(|r| r.context.len() + r.target.len()).sum::<usize>();
+                let aux_loss = aux.loss(&self.policy.score(&aux_rows, false));
+                add(&mut sums, &format!("loss/aux/{}", aux.name()), aux_loss.clone().into_scalar::<f32>() as f64);
+                total = total + aux_loss.mul_scalar(lambda);
+            }
+            add(&mut sums, "loss/total", total.clone().into_scalar::<f32>() as f64);
+
+            let mut grads = GradientsParams::from_grads(total.backward(), &self.policy);
+            match clip_global_grad_norm(&self.policy, &mut grads, self.config.max_grad_norm) {
+                Some(norm) => {
+                    add(&mut sums, "optim/grad_norm", norm);
+                    self.policy =
+                        self.optimizer.step(self.config.learning_rate, self.policy.clone(), grads);
+                }
+                None => {
+                    log::warn!("non-finite gradient norm at iteration {}; step skipped", self.iteration);
+                    summary.skipped += 1;
+                }
+            }
+        }
+        for (name, sum) in sums {
+            summary.values.push((name, sum / n_minibatches as f64));
+        }
+        for (aux, lambda) in self.parts.aux.iter().zip(lambdas) {
+            summary.values.push((format!("aux/lambda/{}", aux.name()), lambda));
+        }
+        summary.values.push(("optim/steps".into(), n_minibatches as f64));
+        summary.values.push(("optim/skipped_steps".into(), summary.skipped as f64));
+        summary
+    }
+
+    /// Writes a checkpoint of the current state into the checkpoint directory and prunes old
+    /// ones. Does nothing without a checkpoint directory.
+    ///
+    /// # Errors
+    /// [`Error::Io`] or [`Error::Checkpoint`] when it cannot be written.
+    pub fn save_checkpoint(&self) -> Result<Option<PathBuf>> {
+        let Some(dir) = &self.checkpoint_dir else { return Ok(None) };
+        let state = CheckpointState {
+            format: CHECKPOINT_FORMAT,
+            iteration: self.iteration,
+            env_steps: self.env_steps,
+            rng: self.rng.clone(),
+            config: serde_json::to_value(&self.config).unwrap_or_default(),
+        };
+        let path =
+            save_checkpoint(dir, &state, &self.policy, self.reference.as_ref(), &self.optimizer)?;
+        prune_checkpoints(dir, self.config.keep_checkpoints)?;
+        Ok(Some(path))
+    }
+
+    /// Restores model, reference, optimizer, RNG and counters from a checkpoint directory.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`] when it is missing, corrupt or does not fit the model.
+    pub fn resume(&mut self, path: &std::path::Path) -> Result<()> {
+        let loaded = load_checkpoint(path, self.policy.clone(), adamw(&self.config))?;
+        self.policy = loaded.model;
+        if self.reference.is_some() {
+            self.reference = Some(match loaded.reference {
+                Some(reference) => reference.valid(),
+                None => {
+                    return Err(Error::Checkpoint {
+                        path: path.to_path_buf(),
+                        reason: "the run needs a reference model but the checkpoint has none".into(),
+                    });
+                }
+            });
+        }
+        self.optimizer = loaded.optimizer;
+        self.rng = loaded.state.rng;
+        self.iteration = loaded.state.iteration;
+        self.env_steps = loaded.state.env_steps;
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct UpdateSummary {
+    values: Vec<(String, f64)>,
+    tokens: usize,
+    skipped: usize,
+}
+
+/// The `m`-th of `parts` contiguous, nearly equal slices of `0..len`.
+fn even_share(len: usize, parts: usize, m: usize) -> std::ops::Range<usize> {
+    let start = len * m / parts;
+    let end = len * (m + 1) / parts;
+    start..end
+}
+
+/// Pads per-row values with zeros into a `[rows, width]` tensor.
+fn padded<'a>(
+    rows: impl Iterator<Item = &'a [f32]>,
+    n: usize,
+    width: usize,
+    device: &Device,
+) -> Tensor<2> {
+    let mut data = vec![0.0f32; n * width];
+    for (i, row) in rows.enumerate() {
+        let k = row.len().min(width);
+        data[i * width..i * width + k].copy_from_slice(&row[..k]);
+    }
+    Tensor::from_data(TensorData::new(data, [n, width]), device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn even_shares_cover_everything_once() {
+        let shares: Vec<_> = (0..3).map(|m| even_share(7, 3, m)).collect();
+        assert_eq!(shares, vec![0..2, 2..4, 4..7]);
+        assert!(even_share(0, 3, 1).is_empty());
+    }
+}
