@@ -2,7 +2,7 @@
 //! rate on held-out tasks before and after.
 //!
 //! ```text
-//! cargo run --release -p envrl-examples --example keydoor -- [seed] [iterations]
+//! cargo run --release -p envrl-examples --example keydoor -- [seed] [iterations] [learning-rate] [groups]
 //! ```
 
 use std::time::Instant;
@@ -15,14 +15,28 @@ use envrl_examples::progress::RunProgress;
 
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
-    let seed: u64 = args.next().map(|s| s.parse()).transpose().context("seed")?.unwrap_or(0);
+    let seed: u64 = args
+        .next()
+        .map(|s| s.parse())
+        .transpose()
+        .context("seed")?
+        .unwrap_or(0);
     let mut settings = KeyDoorSettings::quick(seed);
     if let Some(it) = args.next() {
         settings.trainer.iterations = it.parse().context("iterations")?;
     }
+    if let Some(lr) = args.next() {
+        settings.trainer.learning_rate = lr.parse().context("learning rate")?;
+    }
+    if let Some(groups) = args.next() {
+        settings.trainer.groups = groups.parse().context("groups")?;
+    }
     let dir = std::path::Path::new("runs").join(run_dir_name(&KeyDoor::default(), "grpo", seed));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::write(dir.join("config.json"), serde_json::to_string_pretty(&settings.trainer)?)?;
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::to_string_pretty(&settings.trainer)?,
+    )?;
 
     // Build the model and run the format warm start.
     let start = Instant::now();

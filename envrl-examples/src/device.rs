@@ -10,7 +10,8 @@ use burn::tensor::Device;
 /// When the name is unknown or its backend was not compiled in (the message names the feature).
 pub fn parse_device(name: &str) -> Result<Device> {
     let index = |s: &str| -> Result<usize> {
-        s.parse().map_err(|_| anyhow::anyhow!("bad device index in `{name}`"))
+        s.parse()
+            .map_err(|_| anyhow::anyhow!("bad device index in `{name}`"))
     };
     match name {
         "cpu" | "flex" => Ok(Device::flex()),

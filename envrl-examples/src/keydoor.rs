@@ -14,10 +14,12 @@ use envrl::{
     BehaviourCloning, Environment, PromptBuilder, ScoreRow, Tokenizer, Trainer, TrainerConfig,
     TrainerParts,
 };
-use envrl_algos::{CausalLm, ClippedPgConfig, ClippedPolicyGradient, Grpo, LmConfig, WordTokenizer};
+use envrl_algos::{
+    CausalLm, ClippedPgConfig, ClippedPolicyGradient, Grpo, LmConfig, WordTokenizer,
+};
 use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
-use rand::seq::IndexedRandom;
 use rand::SeedableRng;
+use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
 
 /// Evaluation tasks start here, far from the training ids (held-out seeds).
@@ -51,8 +53,16 @@ impl KeyDoorSettings {
             learning_rate: 1e-3,
             weight_decay: 0.0,
             max_grad_norm: 1.0,
-            sampling: envrl::SamplingParams { temperature: 1.0, top_p: 1.0, max_new_tokens: 4 },
-            eval_sampling: envrl::SamplingParams { temperature: 0.0, top_p: 1.0, max_new_tokens: 4 },
+            sampling: envrl::SamplingParams {
+                temperature: 1.0,
+                top_p: 1.0,
+                max_new_tokens: 4,
+            },
+            eval_sampling: envrl::SamplingParams {
+                temperature: 1.0,
+                top_p: 1.0,
+                max_new_tokens: 4,
+            },
             eval_every: 10,
             eval_episodes: 64,
             checkpoint_every: 0,
@@ -63,7 +73,11 @@ impl KeyDoorSettings {
             rooms: 4,
             train_tasks: 1000,
             warmup_steps: 150,
-            loss: ClippedPgConfig { kl_coef: 0.0, entropy_coef: 0.0, ..Default::default() },
+            loss: ClippedPgConfig {
+                kl_coef: 0.0,
+                entropy_coef: 0.0,
+                ..Default::default()
+            },
         }
     }
 }
@@ -92,7 +106,9 @@ pub fn random_policy_examples(
         let mut env = KeyDoor::new(rooms, max_steps);
         let mut obs = env.reset(task);
         for t in 0..max_steps {
-            let Some(action) = obs.admissible.choose(rng).cloned() else { break };
+            let Some(action) = obs.admissible.choose(rng).cloned() else {
+                break;
+            };
             rows.push(ScoreRow {
                 context: tokenizer.encode_prompt(&prompt.build(&obs, &[], t)),
                 target: tokenizer.encode_response(&action),
@@ -115,7 +131,9 @@ pub fn random_policy_examples(
 pub fn build(settings: &KeyDoorSettings, device: &Device) -> Result<KeyDoorRun> {
     let seed = settings.trainer.seed;
     let corpus = KeyDoor::corpus();
-    let tokenizer = Arc::new(WordTokenizer::from_corpus(corpus.iter().map(String::as_str)));
+    let tokenizer = Arc::new(WordTokenizer::from_corpus(
+        corpus.iter().map(String::as_str),
+    ));
     let device = device.clone().autodiff();
     let model = LmConfig::tiny(tokenizer.vocab_size()).init(&device, seed)?;
 
@@ -153,7 +171,11 @@ pub fn build(settings: &KeyDoorSettings, device: &Device) -> Result<KeyDoorRun> 
         eval_tasks: (EVAL_TASK_OFFSET..EVAL_TASK_OFFSET + 1000).collect(),
     };
     let trainer = Trainer::new(settings.trainer.clone(), model, parts)?;
-    Ok(KeyDoorRun { trainer, tokenizer, warmup_loss })
+    Ok(KeyDoorRun {
+        trainer,
+        tokenizer,
+        warmup_loss,
+    })
 }
 
 /// The name of a fresh run directory: `runs/{env}__{algo}__{seed}__{unix_time}`.

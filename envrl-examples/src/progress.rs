@@ -21,7 +21,11 @@ impl RunProgress {
     /// # Errors
     /// When the metrics file cannot be created.
     pub fn new(iterations: usize, dir: &Path, quiet: bool) -> Result<Self> {
-        let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(iterations as u64) };
+        let bar = if quiet {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::new(iterations as u64)
+        };
         bar.set_style(
             ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -29,7 +33,11 @@ impl RunProgress {
         );
         let file = JsonlSink::append(dir.join("metrics.jsonl"))
             .with_context(|| format!("creating metrics file in {}", dir.display()))?;
-        Ok(Self { bar, file, history: Vec::new() })
+        Ok(Self {
+            bar,
+            file,
+            history: Vec::new(),
+        })
     }
 
     /// Prints a line above the bar.
@@ -54,7 +62,10 @@ impl MetricsSink for RunProgress {
             get("perf/tokens_per_s"),
         ));
         if let Some(eval) = m.get("eval/success") {
-            self.bar.println(format!("iteration {:>4}: eval success {:.3}", m.iteration, eval));
+            self.bar.println(format!(
+                "iteration {:>4}: eval success {:.3}",
+                m.iteration, eval
+            ));
         }
         self.bar.inc(1);
         self.file.record(m);

@@ -44,12 +44,18 @@ pub enum Error {
 impl Error {
     /// Builds an [`Error::InvalidConfig`].
     pub fn config(field: &'static str, reason: impl Into<String>) -> Self {
-        Error::InvalidConfig { field, reason: reason.into() }
+        Error::InvalidConfig {
+            field,
+            reason: reason.into(),
+        }
     }
 
     /// Builds an [`Error::Io`] for `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 }
 

@@ -45,12 +45,11 @@ pub use rollout::{
     RolloutStats, grouped_slots,
 };
 pub use trainer::{
-    BehaviourCloning,
-    CHECKPOINT_FORMAT, CheckpointState, EVAL_SEED_OFFSET, EvalReport, IterationMetrics,
-    JsonlSink, LoadedCheckpoint, MetricsSink, PolicyLoss, PolicyLossInput, PolicyLossOutput,
-    Schedule, Trainer, TrainerConfig, TrainerConfigBuilder, TrainerParts, checkpoint_name,
-    checkpoints_to_delete, clip_global_grad_norm, global_grad_norm, latest_checkpoint,
-    load_checkpoint, prune_checkpoints, save_checkpoint,
+    BehaviourCloning, CHECKPOINT_FORMAT, CheckpointState, EVAL_SEED_OFFSET, EvalReport,
+    IterationMetrics, JsonlSink, LoadedCheckpoint, MetricsSink, PolicyLoss, PolicyLossInput,
+    PolicyLossOutput, Schedule, Trainer, TrainerConfig, TrainerConfigBuilder, TrainerParts,
+    checkpoint_name, checkpoints_to_delete, clip_global_grad_norm, global_grad_norm,
+    latest_checkpoint, load_checkpoint, prune_checkpoints, save_checkpoint,
 };
 pub use trajectory::{RolloutBatch, RowRef, Step, Trajectory};
 

@@ -79,9 +79,12 @@ pub struct RowRef<'a> {
 impl RolloutBatch {
     /// Iterates over all step rows: trajectory by trajectory, step by step.
     pub fn rows(&self) -> impl Iterator<Item = RowRef<'_>> {
-        self.trajectories
-            .iter()
-            .flat_map(|trajectory| trajectory.steps.iter().map(move |step| RowRef { trajectory, step }))
+        self.trajectories.iter().flat_map(|trajectory| {
+            trajectory
+                .steps
+                .iter()
+                .map(move |step| RowRef { trajectory, step })
+        })
     }
 
     /// The number of step rows.
@@ -103,7 +106,11 @@ impl RolloutBatch {
         if self.trajectories.is_empty() {
             return 0.0;
         }
-        let sum: f64 = self.trajectories.iter().map(|t| t.episode_return() as f64).sum();
+        let sum: f64 = self
+            .trajectories
+            .iter()
+            .map(|t| t.episode_return() as f64)
+            .sum();
         sum / self.trajectories.len() as f64
     }
 

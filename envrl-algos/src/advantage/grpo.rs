@@ -46,7 +46,12 @@ pub struct GrpoConfig {
 
 impl Default for GrpoConfig {
     fn default() -> Self {
-        Self { invalid_penalty: 0.1, norm_by_std: true, stats: GrpoStats::Pooled, epsilon: 1e-6 }
+        Self {
+            invalid_penalty: 0.1,
+            norm_by_std: true,
+            stats: GrpoStats::Pooled,
+            epsilon: 1e-6,
+        }
     }
 }
 
@@ -78,7 +83,12 @@ impl Advantage for Grpo {
         };
         let sample_groups = match self.config.stats {
             GrpoStats::Pooled => groups.clone(),
-            GrpoStats::PerTrajectory => batch.trajectories.iter().filter(|t| !t.steps.is_empty()).map(|t| t.group_id).collect(),
+            GrpoStats::PerTrajectory => batch
+                .trajectories
+                .iter()
+                .filter(|t| !t.steps.is_empty())
+                .map(|t| t.group_id)
+                .collect(),
         };
         let stats = group_mean_std(&samples, &sample_groups); // μ_g, σ_g
         scores
@@ -86,7 +96,11 @@ impl Advantage for Grpo {
             .zip(&groups)
             .map(|(&s, g)| {
                 let (mu, sigma) = stats.get(g).copied().unwrap_or((0.0, 1.0));
-                if self.config.norm_by_std { (s - mu) / (sigma + self.config.epsilon) } else { s - mu }
+                if self.config.norm_by_std {
+                    (s - mu) / (sigma + self.config.epsilon)
+                } else {
+                    s - mu
+                }
             })
             .collect()
     }
@@ -116,7 +130,10 @@ fn first_row_scores(batch: &RolloutBatch, scores: &[f32]) -> Vec<f32> {
 }
 
 /// Mean and unbiased std of the samples of each group; a singleton group gets (0, 1).
-pub fn group_mean_std(samples: &[f32], groups: &[usize]) -> std::collections::HashMap<usize, (f32, f32)> {
+pub fn group_mean_std(
+    samples: &[f32],
+    groups: &[usize],
+) -> std::collections::HashMap<usize, (f32, f32)> {
     let mut members: std::collections::HashMap<usize, Vec<f32>> = Default::default();
     for (&s, &g) in samples.iter().zip(groups) {
         members.entry(g).or_default().push(s);
@@ -148,7 +165,11 @@ mod tests {
         // scores [10, 10, -0.1]; mean 6.6333; unbiased std 5.8312
         let mean = (10.0 + 10.0 - 0.1) / 3.0;
         let std = (((10.0f64 - mean).powi(2) * 2.0 + (-0.1f64 - mean).powi(2)) / 2.0).sqrt();
-        let expect = [(10.0 - mean) / std, (10.0 - mean) / std, (-0.1 - mean) / std];
+        let expect = [
+            (10.0 - mean) / std,
+            (10.0 - mean) / std,
+            (-0.1 - mean) / std,
+        ];
         for (x, e) in a.iter().zip(expect) {
             assert!((*x as f64 - e).abs() < 1e-4, "{x} vs {e}");
         }
@@ -170,7 +191,10 @@ mod tests {
     #[test]
     fn unnormalised_variant_subtracts_the_mean_only() {
         let b = batch(&[(0, 10.0, &[true]), (0, 0.0, &[true])]);
-        let config = GrpoConfig { norm_by_std: false, ..Default::default() };
+        let config = GrpoConfig {
+            norm_by_std: false,
+            ..Default::default()
+        };
         assert_eq!(Grpo::new(config).compute(&b), vec![5.0, -5.0]);
     }
 
@@ -178,7 +202,10 @@ mod tests {
     fn per_trajectory_statistics_count_each_trajectory_once() {
         // Pooled would weigh the 3-row loser thrice; per-trajectory gives mean 5, std 7.071.
         let b = batch(&[(0, 10.0, &[true]), (0, 0.0, &[true, true, true])]);
-        let config = GrpoConfig { stats: GrpoStats::PerTrajectory, ..Default::default() };
+        let config = GrpoConfig {
+            stats: GrpoStats::PerTrajectory,
+            ..Default::default()
+        };
         let a = Grpo::new(config).compute(&b);
         let std = 50f32.sqrt();
         assert!((a[0] - 5.0 / std).abs() < 1e-4 && (a[1] + 5.0 / std).abs() < 1e-4);

@@ -65,10 +65,13 @@ impl LmConfig {
         ];
         for (field, value) in sizes {
             if value == 0 {
-                return Err(Error::InvalidModelConfig { field, reason: "must be at least 1".into() });
+                return Err(Error::InvalidModelConfig {
+                    field,
+                    reason: "must be at least 1".into(),
+                });
             }
         }
-        if self.hidden_size % self.num_attention_heads != 0 {
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return Err(Error::InvalidModelConfig {
                 field: "hidden_size",
                 reason: format!(
@@ -77,13 +80,16 @@ impl LmConfig {
                 ),
             });
         }
-        if self.head_dim() % 2 != 0 {
+        if !self.head_dim().is_multiple_of(2) {
             return Err(Error::InvalidModelConfig {
                 field: "hidden_size",
                 reason: format!("head width {} must be even for RoPE", self.head_dim()),
             });
         }
-        if self.num_attention_heads % self.num_key_value_heads != 0 {
+        if !self
+            .num_attention_heads
+            .is_multiple_of(self.num_key_value_heads)
+        {
             return Err(Error::InvalidModelConfig {
                 field: "num_key_value_heads",
                 reason: format!(

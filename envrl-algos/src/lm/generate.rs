@@ -20,7 +20,11 @@ impl CausalLm {
     ) -> Vec<Generation> {
         let batch = prompts.len();
         let mut out: Vec<Generation> = (0..batch)
-            .map(|_| Generation { tokens: Vec::new(), logprobs: Vec::new(), stopped: false })
+            .map(|_| Generation {
+                tokens: Vec::new(),
+                logprobs: Vec::new(),
+                stopped: false,
+            })
             .collect();
         if batch == 0 || params.max_new_tokens == 0 {
             return out;
@@ -38,13 +42,23 @@ impl CausalLm {
             next_pos.push(prompt.len());
         }
         let mut cache = KvCache::new(self.num_layers());
-        let prefill = TokenBatch { ids: &ids, batch, seq: width, positions: &positions, key_valid: &key_valid };
+        let prefill = TokenBatch {
+            ids: &ids,
+            batch,
+            seq: width,
+            positions: &positions,
+            key_valid: &key_valid,
+        };
         let hidden = self.forward_hidden(&prefill, Some(&mut cache));
         let mut last = self.logits(hidden.narrow(1, width - 1, 1));
 
         for _ in 0..params.max_new_tokens {
             let vocab = last.dims()[2];
-            let logits: Vec<f32> = last.into_data().convert::<f32>().try_to_vec::<f32>().unwrap_or_default();
+            let logits: Vec<f32> = last
+                .into_data()
+                .convert::<f32>()
+                .try_to_vec::<f32>()
+                .unwrap_or_default();
             let mut step_ids = Vec::with_capacity(batch);
             for (row, generation) in out.iter_mut().enumerate() {
                 if generation.stopped {
@@ -62,15 +76,30 @@ impl CausalLm {
                 generation.stopped = stop_ids.contains(&token);
                 step_ids.push(token);
             }
-            if out.iter().all(|g| g.stopped || g.tokens.len() >= params.max_new_tokens) {
+            if out
+                .iter()
+                .all(|g| g.stopped || g.tokens.len() >= params.max_new_tokens)
+            {
                 break;
             }
-            let step_positions: Vec<usize> = next_pos.iter_mut().map(|p| { *p += 1; *p - 1 }).collect();
+            let step_positions: Vec<usize> = next_pos
+                .iter_mut()
+                .map(|p| {
+                    *p += 1;
+                    *p - 1
+                })
+                .collect();
             let mut valid = cache.key_valid.clone();
             for (row, v) in valid.iter_mut().enumerate() {
                 v.push(!out[row].stopped);
             }
-            let step = TokenBatch { ids: &step_ids, batch, seq: 1, positions: &step_positions, key_valid: &valid };
+            let step = TokenBatch {
+                ids: &step_ids,
+                batch,
+                seq: 1,
+                positions: &step_positions,
+                key_valid: &valid,
+            };
             last = self.logits(self.forward_hidden(&step, Some(&mut cache)));
         }
         out

@@ -23,7 +23,11 @@ pub(crate) fn normal(rng: &mut ChaCha8Rng, n: usize, std: f64) -> Vec<f32> {
 }
 
 /// A float parameter of `shape` from `values`.
-pub(crate) fn param<const D: usize>(values: Vec<f32>, shape: [usize; D], device: &Device) -> Param<Tensor<D>> {
+pub(crate) fn param<const D: usize>(
+    values: Vec<f32>,
+    shape: [usize; D],
+    device: &Device,
+) -> Param<Tensor<D>> {
     Param::from_tensor(Tensor::from_data(TensorData::new(values, shape), device))
 }
 
@@ -37,7 +41,11 @@ pub(crate) fn linear(
     device: &Device,
 ) -> Linear {
     Linear {
-        weight: param(normal(rng, d_input * d_output, std), [d_input, d_output], device),
+        weight: param(
+            normal(rng, d_input * d_output, std),
+            [d_input, d_output],
+            device,
+        ),
         bias: bias.then(|| param(vec![0.0; d_output], [d_output], device)),
     }
 }

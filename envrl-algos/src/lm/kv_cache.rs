@@ -13,7 +13,10 @@ pub struct KvCache {
 impl KvCache {
     /// An empty cache for `layers` decoder layers.
     pub fn new(layers: usize) -> Self {
-        Self { layers: vec![None; layers], key_valid: Vec::new() }
+        Self {
+            layers: vec![None; layers],
+            key_valid: Vec::new(),
+        }
     }
 
     /// The number of cached positions.
@@ -33,7 +36,12 @@ impl KvCache {
     }
 
     /// Appends `k`, `v` to layer `layer` and returns the full keys and values.
-    pub(crate) fn append(&mut self, layer: usize, k: Tensor<4>, v: Tensor<4>) -> (Tensor<4>, Tensor<4>) {
+    pub(crate) fn append(
+        &mut self,
+        layer: usize,
+        k: Tensor<4>,
+        v: Tensor<4>,
+    ) -> (Tensor<4>, Tensor<4>) {
         let (k, v) = match self.layers[layer].take() {
             Some((pk, pv)) => (Tensor::cat(vec![pk, k], 2), Tensor::cat(vec![pv, v], 2)),
             None => (k, v),

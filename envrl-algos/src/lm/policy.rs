@@ -27,21 +27,38 @@ impl Policy for CausalLm {
     fn score(&self, rows: &[ScoreRow], with_entropy: bool) -> TokenScores {
         let device = self.device();
         let n = rows.len();
-        let len = rows.iter().map(|r| r.context.len() + r.target.len()).max().unwrap_or(1).max(1);
-        let width = rows.iter().map(|r| r.target.len()).max().unwrap_or(0).max(1);
+        let len = rows
+            .iter()
+            .map(|r| r.context.len() + r.target.len())
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let width = rows
+            .iter()
+            .map(|r| r.target.len())
+            .max()
+            .unwrap_or(0)
+            .max(1);
         let mut ids = vec![PAD; n * len];
         let mut key_valid = Vec::with_capacity(n);
         let mut gather = vec![0i64; n * width];
         let mut targets = vec![0i64; n * width];
         let mut mask = vec![0.0f32; n * width];
         for (i, row) in rows.iter().enumerate() {
-            assert!(!row.context.is_empty(), "a scored row needs a non-empty context");
+            assert!(
+                !row.context.is_empty(),
+                "a scored row needs a non-empty context"
+            );
             let c = row.context.len();
             let seq = row.context.iter().chain(&row.target);
             for (j, &id) in seq.enumerate() {
                 ids[i * len + j] = id;
             }
-            key_valid.push((0..len).map(|j| j < c + row.target.len()).collect::<Vec<bool>>());
+            key_valid.push(
+                (0..len)
+                    .map(|j| j < c + row.target.len())
+                    .collect::<Vec<bool>>(),
+            );
             for (k, &id) in row.target.iter().enumerate() {
                 gather[i * width + k] = (c + k - 1) as i64;
                 targets[i * width + k] = id as i64;
@@ -49,7 +66,13 @@ impl Policy for CausalLm {
             }
         }
         let positions: Vec<usize> = (0..n).flat_map(|_| 0..len).collect();
-        let batch = TokenBatch { ids: &ids, batch: n, seq: len, positions: &positions, key_valid: &key_valid };
+        let batch = TokenBatch {
+            ids: &ids,
+            batch: n,
+            seq: len,
+            positions: &positions,
+            key_valid: &key_valid,
+        };
         let hidden = self.forward_hidden(&batch, None);
         let d_model = hidden.dims()[2];
         // Keep only the positions that predict a target token before the output layer.
@@ -60,9 +83,16 @@ impl Policy for CausalLm {
         let targets = Tensor::<3, Int>::from_data(TensorData::new(targets, [n, width, 1]), &device);
         let logprobs = logp_all.clone().gather(2, targets).reshape([n, width]);
         let entropy = with_entropy.then(|| {
-            (logp_all.clone().exp() * logp_all).sum_dim(2).neg().reshape([n, width])
+            (logp_all.clone().exp() * logp_all)
+                .sum_dim(2)
+                .neg()
+                .reshape([n, width])
         });
         let mask = Tensor::<2>::from_data(TensorData::new(mask, [n, width]), &device);
-        TokenScores { logprobs, entropy, mask }
+        TokenScores {
+            logprobs,
+            entropy,
+            mask,
+        }
     }
 }

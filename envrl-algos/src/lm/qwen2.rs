@@ -52,7 +52,8 @@ impl Mlp {
     /// # Shapes
     /// - `x`: `[batch, seq, d_model]`; returns the same shape.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        self.down_proj.forward(silu(self.gate_proj.forward(x.clone())) * self.up_proj.forward(x))
+        self.down_proj
+            .forward(silu(self.gate_proj.forward(x.clone())) * self.up_proj.forward(x))
     }
 }
 
@@ -89,9 +90,21 @@ impl Attention {
     ) -> Tensor<3> {
         let [batch, seq, _] = x.dims();
         let (h, kvh, hd) = (self.n_heads, self.n_kv_heads, self.head_dim);
-        let q = self.q_proj.forward(x.clone()).reshape([batch, seq, h, hd]).swap_dims(1, 2);
-        let k = self.k_proj.forward(x.clone()).reshape([batch, seq, kvh, hd]).swap_dims(1, 2);
-        let v = self.v_proj.forward(x).reshape([batch, seq, kvh, hd]).swap_dims(1, 2);
+        let q = self
+            .q_proj
+            .forward(x.clone())
+            .reshape([batch, seq, h, hd])
+            .swap_dims(1, 2);
+        let k = self
+            .k_proj
+            .forward(x.clone())
+            .reshape([batch, seq, kvh, hd])
+            .swap_dims(1, 2);
+        let v = self
+            .v_proj
+            .forward(x)
+            .reshape([batch, seq, kvh, hd])
+            .swap_dims(1, 2);
         let q = rope.apply(q);
         let k = rope.apply(k);
         let (k, v) = match cache {
@@ -100,9 +113,14 @@ impl Attention {
         };
         let k = repeat_kv(k, h / kvh);
         let v = repeat_kv(v, h / kvh);
-        let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: false };
+        let options = AttentionModuleOptions {
+            scale: None,
+            softcap: None,
+            is_causal: false,
+        };
         let out = attention(q, k, v, Some(mask), None, options);
-        self.o_proj.forward(out.swap_dims(1, 2).reshape([batch, seq, h * hd]))
+        self.o_proj
+            .forward(out.swap_dims(1, 2).reshape([batch, seq, h * hd]))
     }
 }
 
@@ -112,7 +130,9 @@ fn repeat_kv(x: Tensor<4>, n_rep: usize) -> Tensor<4> {
         return x;
     }
     let [b, kvh, s, d] = x.dims();
-    x.unsqueeze_dim::<5>(2).expand([b, kvh, n_rep, s, d]).reshape([b, kvh * n_rep, s, d])
+    x.unsqueeze_dim::<5>(2)
+        .expand([b, kvh, n_rep, s, d])
+        .reshape([b, kvh * n_rep, s, d])
 }
 
 /// Pre-norm decoder layer: `x + attn(norm(x))`, then `x + mlp(norm(x))`.
@@ -136,7 +156,10 @@ impl DecoderLayer {
         mask: Tensor<4, Bool>,
         cache: Option<(&mut KvCache, usize)>,
     ) -> Tensor<3> {
-        let x = x.clone() + self.self_attn.forward(self.input_layernorm.forward(x), rope, mask, cache);
+        let x = x.clone()
+            + self
+                .self_attn
+                .forward(self.input_layernorm.forward(x), rope, mask, cache);
         x.clone() + self.mlp.forward(self.post_attention_layernorm.forward(x))
     }
 }
@@ -188,8 +211,11 @@ impl CausalLm {
             weight: param(vec![1.0; d], [d], device),
             eps: config.rms_norm_eps,
         };
-        let embed_tokens =
-            param(normal(&mut rng, config.vocab_size * d, std), [config.vocab_size, d], device);
+        let embed_tokens = param(
+            normal(&mut rng, config.vocab_size * d, std),
+            [config.vocab_size, d],
+            device,
+        );
         let layers = (0..config.num_hidden_layers)
             .map(|_| DecoderLayer {
                 self_attn: Attention {
@@ -202,9 +228,30 @@ impl CausalLm {
                     head_dim: hd,
                 },
                 mlp: Mlp {
-                    gate_proj: init::linear(&mut rng, d, config.intermediate_size, false, std, device),
-                    up_proj: init::linear(&mut rng, d, config.intermediate_size, false, std, device),
-                    down_proj: init::linear(&mut rng, config.intermediate_size, d, false, std, device),
+                    gate_proj: init::linear(
+                        &mut rng,
+                        d,
+                        config.intermediate_size,
+                        false,
+                        std,
+                        device,
+                    ),
+                    up_proj: init::linear(
+                        &mut rng,
+                        d,
+                        config.intermediate_size,
+                        false,
+                        std,
+                        device,
+                    ),
+                    down_proj: init::linear(
+                        &mut rng,
+                        config.intermediate_size,
+                        d,
+                        false,
+                        std,
+                        device,
+                    ),
                 },
                 input_layernorm: norm(device),
                 post_attention_layernorm: norm(device),
@@ -213,7 +260,11 @@ impl CausalLm {
         let lm_head = (!config.tie_word_embeddings)
             .then(|| init::linear(&mut rng, d, config.vocab_size, false, std, device));
         CausalLm {
-            model: Qwen2Model { embed_tokens, layers, norm: norm(device) },
+            model: Qwen2Model {
+                embed_tokens,
+                layers,
+                norm: norm(device),
+            },
             lm_head,
             rope_theta: config.rope_theta,
         }
@@ -238,7 +289,11 @@ impl CausalLm {
     ///
     /// # Shapes
     /// - returns `[batch, seq, d_model]`
-    pub fn forward_hidden(&self, batch: &TokenBatch<'_>, mut cache: Option<&mut KvCache>) -> Tensor<3> {
+    pub fn forward_hidden(
+        &self,
+        batch: &TokenBatch<'_>,
+        mut cache: Option<&mut KvCache>,
+    ) -> Tensor<3> {
         let device = self.device();
         let (b, s) = (batch.batch, batch.seq);
         let ids: Vec<i64> = batch.ids.iter().map(|&i| i as i64).collect();
@@ -280,7 +335,13 @@ impl CausalLm {
         let flat: Vec<u32> = ids.concat();
         let positions: Vec<usize> = (0..batch).flat_map(|_| 0..seq).collect();
         let key_valid = vec![vec![true; seq]; batch];
-        let tb = TokenBatch { ids: &flat, batch, seq, positions: &positions, key_valid: &key_valid };
+        let tb = TokenBatch {
+            ids: &flat,
+            batch,
+            seq,
+            positions: &positions,
+            key_valid: &key_valid,
+        };
         self.logits(self.forward_hidden(&tb, None))
     }
 }

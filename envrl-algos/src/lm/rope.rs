@@ -13,10 +13,18 @@ pub struct RopeTables {
 
 impl RopeTables {
     /// Tables for `positions` (row-major `[batch, seq]`).
-    pub fn new(positions: &[usize], batch: usize, seq: usize, head_dim: usize, theta: f64, device: &Device) -> Self {
+    pub fn new(
+        positions: &[usize],
+        batch: usize,
+        seq: usize,
+        head_dim: usize,
+        theta: f64,
+        device: &Device,
+    ) -> Self {
         let half = head_dim / 2;
-        let inv_freq: Vec<f64> =
-            (0..half).map(|i| 1.0 / theta.powf(2.0 * i as f64 / head_dim as f64)).collect();
+        let inv_freq: Vec<f64> = (0..half)
+            .map(|i| 1.0 / theta.powf(2.0 * i as f64 / head_dim as f64))
+            .collect();
         let mut cos = vec![0.0f32; positions.len() * head_dim];
         let mut sin = vec![0.0f32; positions.len() * head_dim];
         for (n, &p) in positions.iter().enumerate() {

@@ -6,7 +6,12 @@ use rand_chacha::ChaCha8Rng;
 /// Returns the token and its log-probability under the temperature-scaled distribution
 /// (before top-p truncation), the quantity the policy-gradient ratio uses (ENVRL.md §3.1).
 /// A temperature of 0 is greedy; its log-probability is taken at temperature 1.
-pub fn sample_token(logits: &[f32], temperature: f32, top_p: f32, rng: &mut ChaCha8Rng) -> (u32, f32) {
+pub fn sample_token(
+    logits: &[f32],
+    temperature: f32,
+    top_p: f32,
+    rng: &mut ChaCha8Rng,
+) -> (u32, f32) {
     let t = if temperature > 0.0 { temperature } else { 1.0 };
     let scaled: Vec<f32> = logits.iter().map(|&l| l / t).collect();
     let max = scaled.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -82,7 +87,9 @@ mod tests {
     fn sampling_frequencies_follow_the_softmax() {
         let mut rng = ChaCha8Rng::seed_from_u64(2);
         let logits = [0.0f32, (3.0f32).ln()]; // p = [0.25, 0.75]
-        let ones = (0..4000).filter(|_| sample_token(&logits, 1.0, 1.0, &mut rng).0 == 1).count();
+        let ones = (0..4000)
+            .filter(|_| sample_token(&logits, 1.0, 1.0, &mut rng).0 == 1)
+            .count();
         let freq = ones as f64 / 4000.0;
         assert!((freq - 0.75).abs() < 0.03, "{freq}");
     }

@@ -33,7 +33,13 @@ pub struct ClippedPgConfig {
 
 impl Default for ClippedPgConfig {
     fn default() -> Self {
-        Self { clip_low: 0.2, clip_high: 0.2, dual_clip: 3.0, kl_coef: 0.01, entropy_coef: 0.001 }
+        Self {
+            clip_low: 0.2,
+            clip_high: 0.2,
+            dual_clip: 3.0,
+            kl_coef: 0.01,
+            entropy_coef: 0.001,
+        }
     }
 }
 
@@ -72,8 +78,14 @@ impl PolicyLoss for ClippedPolicyGradient {
         let mut loss = l_pg.clone();
         let mut stats = vec![
             ("loss/policy", l_pg.detach()),
-            ("policy/clip_frac", token_mean(clip_frac, mask.clone()).detach()),
-            ("policy/approx_kl", token_mean(input.old_logprobs - logp.clone(), mask.clone()).detach()),
+            (
+                "policy/clip_frac",
+                token_mean(clip_frac, mask.clone()).detach(),
+            ),
+            (
+                "policy/approx_kl",
+                token_mean(input.old_logprobs - logp.clone(), mask.clone()).detach(),
+            ),
         ];
         if let Some(entropy) = &input.scores.entropy {
             let l_ent = token_mean(entropy.clone(), mask.clone());
@@ -141,9 +153,15 @@ mod tests {
         let old = t2(&[0.0, 0.0], 2, 1);
         let adv = t2(&[1.0, -1.0], 2, 1);
         let (l, clipped) = clipped_surrogate(logp, old, adv, &c);
-        let l: Vec<f32> = l.into_data().into_vec().unwrap();
-        assert!((l[0] + 1.2).abs() < 1e-5 && (l[1] - 3.0).abs() < 1e-5, "{l:?}");
-        assert_eq!(clipped.into_data().into_vec::<f32>().unwrap(), vec![1.0, 0.0]);
+        let l: Vec<f32> = l.into_data().try_into_vec().unwrap();
+        assert!(
+            (l[0] + 1.2).abs() < 1e-5 && (l[1] - 3.0).abs() < 1e-5,
+            "{l:?}"
+        );
+        assert_eq!(
+            clipped.into_data().try_into_vec::<f32>().unwrap(),
+            vec![1.0, 0.0]
+        );
     }
 
     #[test]
@@ -162,7 +180,11 @@ mod tests {
 
     #[test]
     fn full_loss_combines_terms_with_their_coefficients() {
-        let config = ClippedPgConfig { kl_coef: 0.5, entropy_coef: 0.1, ..Default::default() };
+        let config = ClippedPgConfig {
+            kl_coef: 0.5,
+            entropy_coef: 0.1,
+            ..Default::default()
+        };
         let loss = ClippedPolicyGradient::new(config);
         let scores = TokenScores {
             logprobs: t2(&[0.0, 0.0], 1, 2),

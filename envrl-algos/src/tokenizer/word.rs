@@ -42,12 +42,20 @@ impl WordTokenizer {
             .collect();
         words.sort();
         words.dedup();
-        let words: Vec<String> = SPECIALS.iter().map(|s| s.to_string()).chain(words).collect();
+        let words: Vec<String> = SPECIALS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(words)
+            .collect();
         Self::from_words(words)
     }
 
     fn from_words(words: Vec<String>) -> Self {
-        let index = words.iter().enumerate().map(|(i, w)| (w.clone(), i as u32)).collect();
+        let index = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.clone(), i as u32))
+            .collect();
         Self { words, index }
     }
 
@@ -61,8 +69,10 @@ impl WordTokenizer {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        std::fs::write(path, json)
-            .map_err(|e| Error::Tokenizer { path: path.to_path_buf(), reason: e.to_string() })
+        std::fs::write(path, json).map_err(|e| Error::Tokenizer {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })
     }
 
     /// Reads a vocabulary written by [`WordTokenizer::save`].
@@ -71,11 +81,16 @@ impl WordTokenizer {
     /// [`Error::Tokenizer`] when the file is unreadable, not JSON, or lacks the special tokens.
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let fail = |reason: String| Error::Tokenizer { path: path.to_path_buf(), reason };
+        let fail = |reason: String| Error::Tokenizer {
+            path: path.to_path_buf(),
+            reason,
+        };
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
         let raw: WordTokenizer = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
         if raw.words.len() < SPECIALS.len() || raw.words[..SPECIALS.len()] != SPECIALS {
-            return Err(fail("the vocabulary does not start with <pad> <eos> <unk>".into()));
+            return Err(fail(
+                "the vocabulary does not start with <pad> <eos> <unk>".into(),
+            ));
         }
         Ok(Self::from_words(raw.words))
     }
@@ -83,7 +98,9 @@ impl WordTokenizer {
 
 impl envrl::Tokenizer for WordTokenizer {
     fn encode(&self, text: &str) -> Vec<u32> {
-        text.split_whitespace().map(|w| self.index.get(w).copied().unwrap_or(UNK_TOKEN)).collect()
+        text.split_whitespace()
+            .map(|w| self.index.get(w).copied().unwrap_or(UNK_TOKEN))
+            .collect()
     }
 
     fn decode(&self, ids: &[u32]) -> String {

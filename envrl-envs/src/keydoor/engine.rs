@@ -52,7 +52,7 @@ impl KeyDoor {
             .map(|r| format!("go {r} you are in the {r} take the key in the and open the door"))
             .collect();
         texts.push(
-            "nothing happens . you see a key door carry nothing take key open door look \
+            "nothing happens . you see a key door carry nothing take key open door \
              the is locked you win task : actions | action"
                 .into(),
         );
@@ -74,7 +74,6 @@ impl KeyDoor {
         if self.location == self.door_room {
             actions.push("open door".into());
         }
-        actions.push("look".into());
         actions
     }
 
@@ -91,8 +90,16 @@ impl KeyDoor {
         if self.location == self.door_room {
             text.push_str(" you see a door .");
         }
-        text.push_str(if self.has_key { " you carry the key ." } else { " you carry nothing ." });
-        Observation { task: self.task.clone(), text, admissible: self.admissible() }
+        text.push_str(if self.has_key {
+            " you carry the key ."
+        } else {
+            " you carry nothing ."
+        });
+        Observation {
+            task: self.task.clone(),
+            text,
+            admissible: self.admissible(),
+        }
     }
 }
 
@@ -115,27 +122,34 @@ impl Environment for KeyDoor {
     fn step(&mut self, action: &str) -> StepOutcome {
         self.steps += 1;
         let mut won = false;
-        let feedback = if self.done || !self.admissible().iter().any(|a| a == action) {
-            "nothing happens"
-        } else if let Some(room) = action.strip_prefix("go ") {
-            self.location = ROOMS.iter().position(|r| *r == room).unwrap_or(self.location);
-            ""
-        } else if action == "take key" {
-            self.has_key = true;
-            "you take the key"
-        } else if action == "open door" {
-            if self.has_key {
+        let admissible = !self.done && self.admissible().iter().any(|a| a == action);
+        let feedback = match action.strip_prefix("go ") {
+            _ if !admissible => "nothing happens",
+            Some(room) => {
+                self.location = ROOMS
+                    .iter()
+                    .position(|r| *r == room)
+                    .unwrap_or(self.location);
+                ""
+            }
+            None if action == "take key" => {
+                self.has_key = true;
+                "you take the key"
+            }
+            None if self.has_key => {
                 won = true;
                 "you open the door . you win"
-            } else {
-                "the door is locked"
             }
-        } else {
-            ""
+            None => "the door is locked",
         };
         let observation = self.describe(feedback);
         self.done = self.done || won || self.steps >= self.max_steps;
-        StepOutcome { observation, reward: if won { WIN_REWARD } else { 0.0 }, done: self.done, won }
+        StepOutcome {
+            observation,
+            reward: if won { WIN_REWARD } else { 0.0 },
+            done: self.done,
+            won,
+        }
     }
 
     fn name(&self) -> &str {
@@ -150,7 +164,11 @@ mod tests {
     /// Walks to `target` greedily.
     fn walk(env: &mut KeyDoor, target: usize) {
         while env.location != target {
-            let next = if env.location < target { env.location + 1 } else { env.location - 1 };
+            let next = if env.location < target {
+                env.location + 1
+            } else {
+                env.location - 1
+            };
             env.step(&format!("go {}", ROOMS[next]));
         }
     }
@@ -160,11 +178,15 @@ mod tests {
         for task in 0..200 {
             let mut env = KeyDoor::new(4, 50);
             env.reset(task);
-            walk(&mut env, env.key_room);
+            let (key, door) = (env.key_room, env.door_room);
+            walk(&mut env, key);
             env.step("take key");
-            walk(&mut env, env.door_room);
+            walk(&mut env, door);
             let out = env.step("open door");
-            assert!(out.won && out.done && out.reward == WIN_REWARD, "task {task}");
+            assert!(
+                out.won && out.done && out.reward == WIN_REWARD,
+                "task {task}"
+            );
         }
     }
 
@@ -178,7 +200,8 @@ mod tests {
             })
             .unwrap();
         env.reset(task);
-        walk(&mut env, env.door_room);
+        let door = env.door_room;
+        walk(&mut env, door);
         let out = env.step("open door");
         assert!(out.observation.text.starts_with("the door is locked ."));
         assert!(!out.won && !out.done);
@@ -190,7 +213,7 @@ mod tests {
     fn episode_ends_at_the_step_limit_without_winning() {
         let mut env = KeyDoor::new(4, 3);
         env.reset(1);
-        let outcomes: Vec<_> = (0..3).map(|_| env.step("look")).collect();
+        let outcomes: Vec<_> = (0..3).map(|_| env.step("wait")).collect();
         assert!(!outcomes[1].done && outcomes[2].done && !outcomes[2].won);
     }
 
@@ -198,6 +221,6 @@ mod tests {
     fn same_task_gives_same_episode() {
         let (mut a, mut b) = (KeyDoor::default(), KeyDoor::default());
         assert_eq!(a.reset(42), b.reset(42));
-        assert_eq!(a.step("look"), b.step("look"));
+        assert_eq!(a.step("open door"), b.step("open door"));
     }
 }

@@ -8,7 +8,7 @@ pub struct KeyDoorProjection;
 impl ActionParser for KeyDoorProjection {
     fn parse(&self, response: &str, admissible: &[String]) -> ParsedAction {
         let action = response.trim().to_string();
-        let valid = admissible.iter().any(|a| *a == action);
+        let valid = admissible.contains(&action);
         ParsedAction { action, valid }
     }
 }

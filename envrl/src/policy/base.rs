@@ -17,7 +17,11 @@ pub struct SamplingParams {
 
 impl Default for SamplingParams {
     fn default() -> Self {
-        Self { temperature: 1.0, top_p: 1.0, max_new_tokens: 512 }
+        Self {
+            temperature: 1.0,
+            top_p: 1.0,
+            max_new_tokens: 512,
+        }
     }
 }
 

@@ -29,7 +29,10 @@ impl BehaviourCloning {
         examples: &[ScoreRow],
         rng: &mut ChaCha8Rng,
     ) -> (P, Vec<f32>) {
-        let mut optimizer = AdamWConfig::new().with_weight_decay(0.01).with_epsilon(1e-8).init();
+        let mut optimizer = AdamWConfig::new()
+            .with_weight_decay(0.01)
+            .with_epsilon(1e-8)
+            .init();
         let mut order: Vec<usize> = (0..examples.len()).collect();
         let mut cursor = order.len();
         let mut losses = Vec::with_capacity(self.steps);

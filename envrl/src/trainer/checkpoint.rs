@@ -63,13 +63,21 @@ pub fn save_checkpoint<M: Module>(
         reason: e.to_string(),
     };
     let model_path = tmp.join(MODEL_FILE);
-    model.clone().save_file(&model_path).map_err(|e| record_err(model_path, e))?;
+    model
+        .clone()
+        .save_file(&model_path)
+        .map_err(|e| record_err(model_path, e))?;
     if let Some(reference) = reference {
         let path = tmp.join(REFERENCE_FILE);
-        reference.clone().save_file(&path).map_err(|e| record_err(path, e))?;
+        reference
+            .clone()
+            .save_file(&path)
+            .map_err(|e| record_err(path, e))?;
     }
     let optim_path = tmp.join(OPTIMIZER_FILE);
-    optimizer.save(&optim_path).map_err(|e| record_err(optim_path, e))?;
+    optimizer
+        .save(&optim_path)
+        .map_err(|e| record_err(optim_path, e))?;
     let state_path = tmp.join(STATE_FILE);
     let json = serde_json::to_vec_pretty(state).map_err(|e| Error::Checkpoint {
         path: state_path.clone(),
@@ -96,6 +104,16 @@ pub struct LoadedCheckpoint<M> {
     pub optimizer: ModuleOptimizer,
 }
 
+impl<M: std::fmt::Debug> std::fmt::Debug for LoadedCheckpoint<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedCheckpoint")
+            .field("state", &self.state)
+            .field("model", &self.model)
+            .field("reference", &self.reference)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Loads a checkpoint directory into `model` (and a copy of it for the reference) and
 /// `optimizer`, which must have the run's architecture and optimizer type.
 ///
@@ -107,7 +125,10 @@ pub fn load_checkpoint<M: Module>(
     model: M,
     optimizer: ModuleOptimizer,
 ) -> Result<LoadedCheckpoint<M>> {
-    let fail = |file: &str, reason: String| Error::Checkpoint { path: path.join(file), reason };
+    let fail = |file: &str, reason: String| Error::Checkpoint {
+        path: path.join(file),
+        reason,
+    };
     if !path.is_dir() {
         return Err(Error::Checkpoint {
             path: path.to_path_buf(),
@@ -121,12 +142,17 @@ pub fn load_checkpoint<M: Module>(
     if state.format != CHECKPOINT_FORMAT {
         return Err(fail(
             STATE_FILE,
-            format!("format {} but this build reads {CHECKPOINT_FORMAT}", state.format),
+            format!(
+                "format {} but this build reads {CHECKPOINT_FORMAT}",
+                state.format
+            ),
         ));
     }
     let load_module = |file: &str, module: M| -> Result<M> {
         let record = ModuleRecord::load(path.join(file)).map_err(|e| fail(file, e.to_string()))?;
-        module.try_load_record(record).map_err(|e| fail(file, e.to_string()))
+        module
+            .try_load_record(record)
+            .map_err(|e| fail(file, e.to_string()))
     };
     let reference = if path.join(REFERENCE_FILE).exists() {
         Some(load_module(REFERENCE_FILE, model.clone())?)
@@ -137,16 +163,25 @@ pub fn load_checkpoint<M: Module>(
     let optimizer = optimizer
         .load(path.join(OPTIMIZER_FILE))
         .map_err(|e| fail(OPTIMIZER_FILE, e.to_string()))?;
-    Ok(LoadedCheckpoint { state, model, reference, optimizer })
+    Ok(LoadedCheckpoint {
+        state,
+        model,
+        reference,
+        optimizer,
+    })
 }
 
 /// The most recent complete checkpoint in `dir`, if any (`*.tmp` directories are ignored).
 pub fn latest_checkpoint(dir: &Path) -> Option<PathBuf> {
-    checkpoint_iterations(dir).last().map(|&i| dir.join(checkpoint_name(i)))
+    checkpoint_iterations(dir)
+        .last()
+        .map(|&i| dir.join(checkpoint_name(i)))
 }
 
 fn checkpoint_iterations(dir: &Path) -> Vec<usize> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut iterations: Vec<usize> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_str()?.strip_prefix("ckpt-")?.parse().ok())

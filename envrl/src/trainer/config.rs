@@ -22,7 +22,11 @@ use crate::policy::SamplingParams;
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Builder)]
 #[serde(deny_unknown_fields, default)]
-#[builder(default, setter(prefix = "with"), build_fn(private, name = "build_unvalidated"))]
+#[builder(
+    default,
+    setter(prefix = "with"),
+    build_fn(private, name = "build_unvalidated")
+)]
 pub struct TrainerConfig {
     /// The one seed every RNG of the run derives from. Default 0.
     pub seed: u64,
@@ -69,7 +73,10 @@ impl Default for TrainerConfig {
             weight_decay: 0.01,
             max_grad_norm: 1.0,
             sampling: SamplingParams::default(),
-            eval_sampling: SamplingParams { temperature: 0.4, ..SamplingParams::default() },
+            eval_sampling: SamplingParams {
+                temperature: 0.4,
+                ..SamplingParams::default()
+            },
             eval_every: 5,
             eval_episodes: 128,
             checkpoint_every: 0,
@@ -85,7 +92,9 @@ impl TrainerConfigBuilder {
     /// [`Error::InvalidConfig`] naming the first impossible field (see [`TrainerConfig::validate`]).
     pub fn build(&self) -> Result<TrainerConfig> {
         // Every field has a default (`#[builder(default)]`), so the generated build cannot fail.
-        let config = self.build_unvalidated().map_err(|e| Error::config("builder", e.to_string()))?;
+        let config = self
+            .build_unvalidated()
+            .map_err(|e| Error::config("builder", e.to_string()))?;
         config.validate()?;
         Ok(config)
     }
@@ -97,7 +106,7 @@ impl TrainerConfig {
         TrainerConfigBuilder::default()
     }
 
-    /// Reads a TOML or JSON file (by extension) and validates it.
+    /// Reads a JSON file and validates it.
     ///
     /// # Errors
     /// [`Error::Io`], [`Error::ConfigFile`] (naming unknown fields) or [`Error::InvalidConfig`].
@@ -127,7 +136,10 @@ impl TrainerConfig {
             ("max_steps", self.max_steps),
             ("mini_batch_rows", self.mini_batch_rows),
             ("sampling.max_new_tokens", self.sampling.max_new_tokens),
-            ("eval_sampling.max_new_tokens", self.eval_sampling.max_new_tokens),
+            (
+                "eval_sampling.max_new_tokens",
+                self.eval_sampling.max_new_tokens,
+            ),
         ];
         for (field, value) in positive {
             if value == 0 {
@@ -140,25 +152,42 @@ impl TrainerConfig {
                 format!("must be positive and finite, got {}", self.learning_rate),
             ));
         }
-        for (field, value) in
-            [("weight_decay", self.weight_decay), ("max_grad_norm", self.max_grad_norm)]
-        {
+        for (field, value) in [
+            ("weight_decay", self.weight_decay),
+            ("max_grad_norm", self.max_grad_norm),
+        ] {
             if !(value.is_finite() && value >= 0.0) {
-                return Err(Error::config(field, format!("must be ≥ 0 and finite, got {value}")));
+                return Err(Error::config(
+                    field,
+                    format!("must be ≥ 0 and finite, got {value}"),
+                ));
             }
         }
-        for (prefix, s) in [("sampling", &self.sampling), ("eval_sampling", &self.eval_sampling)] {
+        for (prefix, s) in [
+            ("sampling", &self.sampling),
+            ("eval_sampling", &self.eval_sampling),
+        ] {
             if !(s.temperature.is_finite() && s.temperature >= 0.0) {
                 let field = if prefix == "sampling" {
                     "sampling.temperature"
                 } else {
                     "eval_sampling.temperature"
                 };
-                return Err(Error::config(field, format!("must be ≥ 0, got {}", s.temperature)));
+                return Err(Error::config(
+                    field,
+                    format!("must be ≥ 0, got {}", s.temperature),
+                ));
             }
             if !(s.top_p > 0.0 && s.top_p <= 1.0) {
-                let field = if prefix == "sampling" { "sampling.top_p" } else { "eval_sampling.top_p" };
-                return Err(Error::config(field, format!("must be in (0, 1], got {}", s.top_p)));
+                let field = if prefix == "sampling" {
+                    "sampling.top_p"
+                } else {
+                    "eval_sampling.top_p"
+                };
+                return Err(Error::config(
+                    field,
+                    format!("must be in (0, 1], got {}", s.top_p),
+                ));
             }
         }
         Ok(())
@@ -172,7 +201,10 @@ impl TrainerConfig {
         if self.groups > train_tasks {
             return Err(Error::config(
                 "groups",
-                format!("{} tasks per iteration but only {train_tasks} training tasks", self.groups),
+                format!(
+                    "{} tasks per iteration but only {train_tasks} training tasks",
+                    self.groups
+                ),
             ));
         }
         Ok(())
@@ -185,13 +217,19 @@ mod tests {
 
     #[test]
     fn zero_group_size_is_rejected_by_name() {
-        let err = TrainerConfig::builder().with_group_size(0).build().unwrap_err();
+        let err = TrainerConfig::builder()
+            .with_group_size(0)
+            .build()
+            .unwrap_err();
         assert!(err.to_string().contains("`group_size`"), "{err}");
     }
 
     #[test]
     fn negative_learning_rate_is_rejected_by_name() {
-        let err = TrainerConfig::builder().with_learning_rate(-1e-3).build().unwrap_err();
+        let err = TrainerConfig::builder()
+            .with_learning_rate(-1e-3)
+            .build()
+            .unwrap_err();
         assert!(err.to_string().contains("`learning_rate`"), "{err}");
     }
 
@@ -212,6 +250,9 @@ mod tests {
     fn config_round_trips_through_json() {
         let config = TrainerConfig::builder().with_seed(7).build().unwrap();
         let json = serde_json::to_string(&config).unwrap();
-        assert_eq!(serde_json::from_str::<TrainerConfig>(&json).unwrap(), config);
+        assert_eq!(
+            serde_json::from_str::<TrainerConfig>(&json).unwrap(),
+            config
+        );
     }
 }

@@ -55,7 +55,10 @@ pub fn clip_global_grad_norm<M: Module>(
         return None;
     }
     if max_norm > 0.0 && norm > max_norm {
-        let mut visitor = Scale { grads, factor: max_norm / (norm + 1e-6) };
+        let mut visitor = Scale {
+            grads,
+            factor: max_norm / (norm + 1e-6),
+        };
         module.visit(&mut visitor);
     }
     Some(norm)

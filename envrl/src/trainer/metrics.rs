@@ -56,7 +56,10 @@ impl JsonlSink {
             .append(true)
             .open(&path)
             .map_err(|e| Error::io(&path, e))?;
-        Ok(Self { path, out: BufWriter::new(file) })
+        Ok(Self {
+            path,
+            out: BufWriter::new(file),
+        })
     }
 
     /// The file written to.

@@ -26,12 +26,18 @@ pub enum Schedule {
 impl Schedule {
     /// The weight at iteration `t` (0-based) of `total` iterations.
     pub fn value(&self, t: usize, total: usize) -> f64 {
-        let progress = if total == 0 { 0.0 } else { t as f64 / total as f64 };
+        let progress = if total == 0 {
+            0.0
+        } else {
+            t as f64 / total as f64
+        };
         match *self {
             Schedule::None => 0.0,
             Schedule::Constant { start } => start,
             Schedule::Linear { start } => start * (1.0 - progress),
-            Schedule::Cosine { start } => start * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()),
+            Schedule::Cosine { start } => {
+                start * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+            }
         }
     }
 }

@@ -14,9 +14,8 @@ use crate::error::{Error, Result};
 use crate::policy::{Policy, SamplingParams, ScoreRow, Tokenizer};
 use crate::rollout::{ActionParser, PromptBuilder, RolloutEngine, RolloutStats, grouped_slots};
 use crate::trainer::{
-    CHECKPOINT_FORMAT, CheckpointState, IterationMetrics, MetricsSink, PolicyLoss,
-    PolicyLossInput, TrainerConfig, clip_global_grad_norm, load_checkpoint, prune_checkpoints,
-    save_checkpoint,
+    CHECKPOINT_FORMAT, CheckpointState, IterationMetrics, MetricsSink, PolicyLoss, PolicyLossInput,
+    TrainerConfig, clip_global_grad_norm, load_checkpoint, prune_checkpoints, save_checkpoint,
 };
 use crate::trajectory::RolloutBatch;
 
@@ -95,7 +94,10 @@ where
         config.validate()?;
         config.validate_against_tasks(parts.train_tasks.len())?;
         if config.eval_every > 0 && parts.eval_tasks.is_empty() {
-            return Err(Error::config("eval_every", "evaluation is on but there are no eval tasks"));
+            return Err(Error::config(
+                "eval_every",
+                "evaluation is on but there are no eval tasks",
+            ));
         }
         let device = policy
             .devices()
@@ -103,7 +105,10 @@ where
             .cloned()
             .ok_or_else(|| Error::config("policy", "the policy has no parameters"))?;
         if !device.is_autodiff() {
-            return Err(Error::config("policy", "the policy must live on an autodiff device"));
+            return Err(Error::config(
+                "policy",
+                "the policy must live on an autodiff device",
+            ));
         }
         let reference = parts.loss.needs_reference().then(|| policy.valid());
         let optimizer = adamw(&config);
@@ -150,8 +155,9 @@ where
     /// [`Error::Io`] or [`Error::Checkpoint`] when a checkpoint cannot be written.
     pub fn run(&mut self, sink: &mut dyn MetricsSink) -> Result<()> {
         while self.iteration < self.config.iterations {
-            let eval = (self.config.eval_every > 0 && self.iteration % self.config.eval_every == 0)
-                .then(|| self.evaluate(self.config.eval_episodes));
+            let eval = (self.config.eval_every > 0
+                && self.iteration.is_multiple_of(self.config.eval_every))
+            .then(|| self.evaluate(self.config.eval_episodes));
             let mut metrics = self.train_iteration();
             if let Some(report) = eval {
                 metrics.set("eval/success", report.success_rate);
@@ -159,7 +165,7 @@ where
             }
             sink.record(&metrics);
             let every = self.config.checkpoint_every;
-            if every > 0 && self.iteration % every == 0 {
+            if every > 0 && self.iteration.is_multiple_of(every) {
                 self.save_checkpoint()?;
             }
         }
@@ -169,12 +175,22 @@ where
     /// Plays `episodes` evaluation episodes (one per task, cycling over the eval tasks) with
     /// the evaluation sampling settings and a fixed RNG, so every evaluation sees the same noise.
     pub fn evaluate(&mut self, episodes: usize) -> EvalReport {
-        let tasks: Vec<u64> =
-            self.parts.eval_tasks.iter().copied().cycle().take(episodes).collect();
+        let tasks: Vec<u64> = self
+            .parts
+            .eval_tasks
+            .iter()
+            .copied()
+            .cycle()
+            .take(episodes)
+            .collect();
         let mut rng = ChaCha8Rng::seed_from_u64(self.config.seed.wrapping_add(EVAL_SEED_OFFSET));
         let sampling = self.config.eval_sampling.clone();
         let (batch, _) = self.rollout(&tasks, 1, &sampling, &mut rng);
-        EvalReport { success_rate: batch.success_rate(), mean_return: batch.mean_return(), batch }
+        EvalReport {
+            success_rate: batch.success_rate(),
+            mean_return: batch.mean_return(),
+            batch,
+        }
     }
 
     fn rollout(
@@ -245,12 +261,18 @@ where
         metrics.set("perf/wall_s", wall);
         metrics.set("perf/rollout_s", rollout_secs);
         metrics.set("perf/update_s", update_secs);
-        metrics.set("perf/env_steps_per_s", stats.env_steps as f64 / rollout_secs.max(1e-9));
+        metrics.set(
+            "perf/env_steps_per_s",
+            stats.env_steps as f64 / rollout_secs.max(1e-9),
+        );
         metrics.set(
             "perf/gen_tokens_per_s",
             stats.generated_tokens as f64 / rollout_secs.max(1e-9),
         );
-        metrics.set("perf/train_tokens_per_s", update.tokens as f64 / update_secs.max(1e-9));
+        metrics.set(
+            "perf/train_tokens_per_s",
+            update.tokens as f64 / update_secs.max(1e-9),
+        );
         metrics.set(
             "perf/tokens_per_s",
             (update.tokens + stats.generated_tokens) as f64 / wall.max(1e-9),
@@ -291,18 +313,24 @@ where
             .collect();
         let mut summary = UpdateSummary::default();
         let mut sums: Vec<(String, f64)> = Vec::new();
-        let add = |sums: &mut Vec<(String, f64)>, name: &str, value: f64| {
-            match sums.iter_mut().find(|(n, _)| n == name) {
-                Some((_, v)) => *v += value,
-                None => sums.push((name.to_string(), value)),
-            }
+        let add = |sums: &mut Vec<(String, f64)>, name: &str, value: f64| match sums
+            .iter_mut()
+            .find(|(n, _)| n == name)
+        {
+            Some((_, v)) => *v += value,
+            None => sums.push((name.to_string(), value)),
         };
 
         for (m, chunk_start) in (0..rows.len()).step_by(mini).enumerate() {
             let chunk = &rows[chunk_start..(chunk_start + mini).min(rows.len())];
             let score_rows: Vec<ScoreRow> = chunk.iter().map(|(r, _)| r.clone()).collect();
-            summary.tokens += score_rows.iter().map(|r| r.context.len() + r.target.len()).sum::<usize>();
-            let scores = self.policy.score(&score_rows, self.parts.loss.needs_entropy());
+            summary.tokens += score_rows
+                .iter()
+                .map(|r| r.context.len() + r.target.len())
+                .sum::<usize>();
+            let scores = self
+                .policy
+                .score(&score_rows, self.parts.loss.needs_entropy());
             let [n, width] = scores.mask.dims();
             let old = padded(chunk.iter().map(|(_, lp)| *lp), n, width, &self.device);
             let ref_logprobs = self.reference.as_ref().map(|reference| {
@@ -332,23 +360,37 @@ where
                 }
                 let aux_rows: Vec<ScoreRow> =
                     examples[share].iter().map(|e| e.row.clone()).collect();
-                summary.tokens +=
-                    aux_rows.iter().map(|r| r.context.len() + r.target.len()).sum::<usize>();
+                summary.tokens += aux_rows
+                    .iter()
+                    .map(|r| r.context.len() + r.target.len())
+                    .sum::<usize>();
                 let aux_loss = aux.loss(&self.policy.score(&aux_rows, false));
-                add(&mut sums, &format!("loss/aux/{}", aux.name()), aux_loss.clone().into_scalar::<f32>() as f64);
+                add(
+                    &mut sums,
+                    &format!("loss/aux/{}", aux.name()),
+                    aux_loss.clone().into_scalar::<f32>() as f64,
+                );
                 total = total + aux_loss.mul_scalar(lambda);
             }
-            add(&mut sums, "loss/total", total.clone().into_scalar::<f32>() as f64);
+            add(
+                &mut sums,
+                "loss/total",
+                total.clone().into_scalar::<f32>() as f64,
+            );
 
             let mut grads = GradientsParams::from_grads(total.backward(), &self.policy);
             match clip_global_grad_norm(&self.policy, &mut grads, self.config.max_grad_norm) {
                 Some(norm) => {
                     add(&mut sums, "optim/grad_norm", norm);
                     self.policy =
-                        self.optimizer.step(self.config.learning_rate, self.policy.clone(), grads);
+                        self.optimizer
+                            .step(self.config.learning_rate, self.policy.clone(), grads);
                 }
                 None => {
-                    log::warn!("non-finite gradient norm at iteration {}; step skipped", self.iteration);
+                    log::warn!(
+                        "non-finite gradient norm at iteration {}; step skipped",
+                        self.iteration
+                    );
                     summary.skipped += 1;
                 }
             }
@@ -357,10 +399,16 @@ where
             summary.values.push((name, sum / n_minibatches as f64));
         }
         for (aux, lambda) in self.parts.aux.iter().zip(lambdas) {
-            summary.values.push((format!("aux/lambda/{}", aux.name()), lambda));
+            summary
+                .values
+                .push((format!("aux/lambda/{}", aux.name()), lambda));
         }
-        summary.values.push(("optim/steps".into(), n_minibatches as f64));
-        summary.values.push(("optim/skipped_steps".into(), summary.skipped as f64));
+        summary
+            .values
+            .push(("optim/steps".into(), n_minibatches as f64));
+        summary
+            .values
+            .push(("optim/skipped_steps".into(), summary.skipped as f64));
         summary
     }
 
@@ -370,7 +418,9 @@ where
     /// # Errors
     /// [`Error::Io`] or [`Error::Checkpoint`] when it cannot be written.
     pub fn save_checkpoint(&self) -> Result<Option<PathBuf>> {
-        let Some(dir) = &self.checkpoint_dir else { return Ok(None) };
+        let Some(dir) = &self.checkpoint_dir else {
+            return Ok(None);
+        };
         let state = CheckpointState {
             format: CHECKPOINT_FORMAT,
             iteration: self.iteration,
@@ -378,8 +428,13 @@ where
             rng: self.rng.clone(),
             config: serde_json::to_value(&self.config).unwrap_or_default(),
         };
-        let path =
-            save_checkpoint(dir, &state, &self.policy, self.reference.as_ref(), &self.optimizer)?;
+        let path = save_checkpoint(
+            dir,
+            &state,
+            &self.policy,
+            self.reference.as_ref(),
+            &self.optimizer,
+        )?;
         prune_checkpoints(dir, self.config.keep_checkpoints)?;
         Ok(Some(path))
     }
@@ -397,7 +452,8 @@ where
                 None => {
                     return Err(Error::Checkpoint {
                         path: path.to_path_buf(),
-                        reason: "the run needs a reference model but the checkpoint has none".into(),
+                        reason: "the run needs a reference model but the checkpoint has none"
+                            .into(),
                     });
                 }
             });

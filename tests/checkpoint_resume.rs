@@ -1,0 +1,60 @@
+use burn::tensor::Device;
+use envrl_examples::keydoor::{KeyDoorSettings, build};
+
+use crate::support::flat_params;
+
+fn settings() -> KeyDoorSettings {
+    let mut s = KeyDoorSettings::quick(11);
+    s.warmup_steps = 5;
+    s.trainer.groups = 2;
+    s.trainer.group_size = 4;
+    s.trainer.eval_every = 0;
+    s.trainer.iterations = 3;
+    s.loss.kl_coef = 0.01;
+    s
+}
+
+#[test]
+fn save_load_continue_matches_an_uninterrupted_run() {
+    let device = Device::flex();
+    let mut straight = build(&settings(), &device).unwrap();
+    for _ in 0..3 {
+        straight.trainer.train_iteration();
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = build(&settings(), &device).unwrap();
+    first.trainer = first.trainer.with_checkpoint_dir(dir.path());
+    first.trainer.train_iteration();
+    let path = first.trainer.save_checkpoint().unwrap().unwrap();
+    drop(first);
+
+    let mut resumed = build(&settings(), &device).unwrap();
+    resumed.trainer.resume(&path).unwrap();
+    assert_eq!(resumed.trainer.iteration(), 1);
+    for _ in 0..2 {
+        resumed.trainer.train_iteration();
+    }
+    let a = flat_params(straight.trainer.policy());
+    let b = flat_params(resumed.trainer.policy());
+    assert_eq!(a.len(), b.len());
+    let max_diff = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0f32, f32::max);
+    assert!(max_diff < 1e-5, "parameters differ by {max_diff}");
+}
+
+#[test]
+fn a_truncated_model_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = build(&settings(), &Device::flex()).unwrap();
+    run.trainer = run.trainer.with_checkpoint_dir(dir.path());
+    let path = run.trainer.save_checkpoint().unwrap().unwrap();
+    let model = path.join("model.bpk");
+    let bytes = std::fs::read(&model).unwrap();
+    std::fs::write(&model, &bytes[..bytes.len() / 2]).unwrap();
+    let err = run.trainer.resume(&path).unwrap_err().to_string();
+    assert!(err.contains("model.bpk"), "{err}");
+}
