@@ -56,7 +56,7 @@ fn main() -> Result<()> {
     run.trainer.run(&mut progress)?;
     progress.finish();
     let after = run.trainer.evaluate(episodes).success_rate;
-    println!("held-out success after RL:  {after:.3}  ({episodes} episodes, greedy)");
+    println!("held-out success after RL:  {after:.3}  ({episodes} episodes)");
     for m in &progress.history {
         println!(
             "iter {:>3}  train success {:.3}  invalid {:.3}  tokens/s {:>7.0}",

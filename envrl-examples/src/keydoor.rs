@@ -46,11 +46,11 @@ impl KeyDoorSettings {
         let trainer = TrainerConfig {
             seed,
             iterations: 30,
-            groups: 8,
+            groups: 16,
             group_size: 8,
             max_steps: 12,
-            mini_batch_rows: 128,
-            learning_rate: 1e-3,
+            mini_batch_rows: 256,
+            learning_rate: 3e-4,
             weight_decay: 0.0,
             max_grad_norm: 1.0,
             sampling: envrl::SamplingParams {
