@@ -4,6 +4,7 @@
 //! tensors or models. Each benchmark keeps its engine, its prompt templates and its action
 //! projection in separate files.
 //!
+//! - [`alfworld`]: ALFWorld game files and PDDL problems (the engine is in progress).
 //! - [`keydoor`]: a small, fast key-and-door world that a tiny model learns in minutes on a CPU,
 //!   for tests and the first example.
 //!
@@ -21,4 +22,8 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod alfworld;
+mod error;
 pub mod keydoor;
+
+pub use error::{Error, Result};
