@@ -5,8 +5,10 @@
 //!
 //! - [`keydoor`]: a from-scratch tiny LM trained with GRPO on the key-and-door world.
 //! - [`progress`]: the terminal progress bar and metrics file of a run.
+//! - [`replay`]: `envrl replay`, transcripts of recorded action lists.
 #![deny(missing_docs)]
 
 pub mod device;
 pub mod keydoor;
 pub mod progress;
+pub mod replay;

@@ -1,11 +1,33 @@
-//! ALFWorld (TextWorld text version, data release 2.1.2): game files and their PDDL problems.
+//! ALFWorld (TextWorld text version, data release 2.1.2), reproduced byte for byte:
+//! game files and PDDL problems, entity names, the state, the commands, the texts and the goal
+//! check, after `ALFWORLD.md`.
 //!
-//! This module is being built up towards the byte-exact engine of `ALFWORLD.md`; so far it reads
-//! `game.tw-pddl` files and parses their PDDL problems with typed errors.
+//! - [`GameFile`] / [`Problem`]: reading `game.tw-pddl` files with typed errors.
+//! - [`Game`]: entities, names, static tables and the compiled goal of one game.
+//! - [`AlfEngine`]: one episode, with `observation`, `admissible_commands`, `won`, `done`,
+//!   `score` and `moves` exactly as the reference; [`AlfWorld`] wraps it as an
+//!   [`envrl::Environment`].
 
+mod command;
+mod engine;
+mod game;
 mod game_file;
+mod goal;
+mod names;
 mod pddl;
+mod render;
 mod sexpr;
+mod state;
+mod task_type;
+mod text;
+pub use command::Command;
+pub use engine::*;
+pub use game::*;
 pub use game_file::*;
+pub use names::{display_class, display_names};
 pub use pddl::*;
+pub use render::{HELP, NOTHING_HAPPENS};
 pub use sexpr::*;
+pub use state::*;
+pub use task_type::*;
+pub use text::{python_strip, render_list};
