@@ -4,6 +4,12 @@
 // Shared helpers: parameter snapshots.
 mod support;
 
+// Access to ../shared: real data and golden transcripts, skipped (or failed under CI) when absent.
+mod shared_data;
+
+// ALFWorld: all golden transcripts byte for byte, the walkthrough of every game, the data layout.
+mod alfworld_golden;
+
 // The causal LM: KV-cache generation against full-sequence scoring, padding, gradients.
 mod lm_policy;
 

@@ -9,6 +9,7 @@
 //!   [`envrl::Environment`].
 
 mod command;
+mod dataset;
 mod engine;
 mod game;
 mod game_file;
@@ -21,6 +22,7 @@ mod state;
 mod task_type;
 mod text;
 pub use command::Command;
+pub use dataset::*;
 pub use engine::*;
 pub use game::*;
 pub use game_file::*;

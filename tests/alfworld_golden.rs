@@ -1,0 +1,148 @@
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use envrl_envs::alfworld::{AlfEngine, AlfworldData, Game, MAX_STEPS, Split, TaskType, Wording};
+use envrl_examples::replay::{ReplayStep, replay_game};
+use serde::Deserialize;
+
+use crate::shared_data::{alfworld_data, read_lines, require, shared_dir};
+
+#[derive(Deserialize)]
+struct GoldenEpisode {
+    game: String,
+    steps: Vec<ReplayStep>,
+}
+
+/// Every golden transcript file of `shared/golden/alfworld`.
+const GOLDEN_FILES: [&str; 7] = [
+    "valid_unseen_golden.jsonl",
+    "valid_unseen_all_walk_random.shard0.jsonl.zst",
+    "valid_unseen_all_walk_random.shard1.jsonl.zst",
+    "quirks_replay.jsonl",
+    "lamp_replay.jsonl",
+    "slice_replay.jsonl",
+    "floor_replay.jsonl",
+];
+
+#[test]
+fn every_golden_transcript_replays_byte_for_byte() {
+    let test = "every_golden_transcript_replays_byte_for_byte";
+    let Some(data) = alfworld_data(test) else {
+        return;
+    };
+    let Some(golden) = require(shared_dir().join("golden/alfworld"), test) else {
+        return;
+    };
+    let root = data.join("json_2.1.1");
+    let mut games: BTreeMap<String, Arc<Game>> = BTreeMap::new();
+    let (mut episodes, mut steps) = (0, 0);
+    for file in GOLDEN_FILES {
+        for line in read_lines(&golden.join(file)) {
+            let expected: GoldenEpisode = serde_json::from_str(&line).expect("golden record");
+            let game = games
+                .entry(expected.game.clone())
+                .or_insert_with(|| {
+                    Arc::new(Game::load(root.join(&expected.game)).expect("game loads"))
+                })
+                .clone();
+            let actions: Vec<String> = expected.steps[1..]
+                .iter()
+                .map(|s| s.action.clone().unwrap_or_default())
+                .collect();
+            let actual = replay_game(game, &actions, Wording::V212);
+            assert_eq!(
+                actual.len(),
+                expected.steps.len(),
+                "{file}: {} step count",
+                expected.game
+            );
+            for (a, e) in actual.iter().zip(&expected.steps) {
+                assert!(
+                    a == e,
+                    "{file}: {} differs at t={}\nexpected: {e:#?}\nactual:   {a:#?}",
+                    expected.game,
+                    e.t
+                );
+            }
+            episodes += 1;
+            steps += actual.len() - 1;
+        }
+    }
+    println!("golden: {episodes} episodes, {steps} actions, all identical");
+    assert_eq!((episodes, steps), (308, 8430));
+}
+
+#[test]
+fn every_walkthrough_wins_exactly_at_its_last_command_in_all_4027_games() {
+    let Some(data) = alfworld_data("walkthrough smoke test") else {
+        return;
+    };
+    let data = AlfworldData::open(&data).unwrap();
+    let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    let mut total = 0;
+    for split in [
+        Split::Train,
+        Split::ValidSeen,
+        Split::ValidUnseen,
+        Split::ValidTrain,
+    ] {
+        for path in data.games(split, &[]).unwrap() {
+            let game = Arc::new(Game::load(data.root().join(&path)).unwrap());
+            let kind = game.task_type.expect("task type from the folder").prefix();
+            *counts.entry((split.folder(), kind)).or_default() += 1;
+            let mut engine = AlfEngine::new(game.clone(), Wording::V212, MAX_STEPS);
+            let n = game.walkthrough.len();
+            for (k, command) in game.walkthrough.iter().enumerate() {
+                assert!(
+                    engine.admissible_commands().any(|c| c == command),
+                    "{}: walkthrough command {k} `{command}` not admissible",
+                    path.display()
+                );
+                let step = engine.step(command);
+                assert_eq!(
+                    step.won,
+                    k + 1 == n,
+                    "{}: won at command {k} of {n}",
+                    path.display()
+                );
+            }
+            total += 1;
+        }
+    }
+    assert_eq!(total, 4027);
+    let count = |split: &str, t: TaskType| counts.get(&(split, t.prefix())).copied().unwrap_or(0);
+    assert_eq!(count("train", TaskType::PickAndPlace), 790);
+    assert_eq!(count("valid_unseen", TaskType::PickCleanThenPlace), 31);
+    assert_eq!(count("valid_seen", TaskType::LookAtObjInLight), 13);
+    assert_eq!(count("valid_train", TaskType::PickTwoObjAndPlace), 45);
+}
+
+#[test]
+fn task_type_filters_select_the_right_games() {
+    let Some(data) = alfworld_data("task type filter") else {
+        return;
+    };
+    let data = AlfworldData::open(&data).unwrap();
+    let heat = data
+        .games(Split::ValidUnseen, &[TaskType::PickHeatThenPlace])
+        .unwrap();
+    assert_eq!(heat.len(), 23);
+    assert!(heat.iter().all(|p: &PathBuf| {
+        p.to_string_lossy()
+            .contains("pick_heat_then_place_in_recep")
+    }));
+}
+
+#[test]
+fn a_directory_without_games_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = AlfworldData::open(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("json_2.1.1"), "{err}");
+    std::fs::create_dir_all(dir.path().join("json_2.1.1/valid_unseen")).unwrap();
+    let err = AlfworldData::open(dir.path())
+        .unwrap()
+        .games(Split::ValidUnseen, &[])
+        .unwrap_err();
+    assert!(err.to_string().contains("no game.tw-pddl"), "{err}");
+}
