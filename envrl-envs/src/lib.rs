@@ -25,5 +25,7 @@
 pub mod alfworld;
 mod error;
 pub mod keydoor;
+mod projection;
 
 pub use error::{Error, Result};
+pub use projection::think_action_projection;

@@ -1,0 +1,112 @@
+//! The verl-agent ALFWorld prompt (ENVRL.md §2.1) and projection, byte for byte: the template
+//! strings start and end with a newline, the `</think> tags.` line ends with a space, and the
+//! history sentence keeps the typo "observaitons".
+
+use envrl::{ActionParser, HistoryEntry, Observation, ParsedAction, PromptBuilder};
+
+use crate::projection::think_action_projection;
+
+/// The first-step template (no history).
+pub const ALFWORLD_TEMPLATE_NO_HIS: &str = "\nYou are an expert agent operating in the ALFRED Embodied Environment.\nYour current observation is: {current_observation}\nYour admissible actions of the current situation are: [{admissible_actions}].\n\nNow it's your turn to take an action.\nYou should first reason step-by-step about the current situation. This reasoning process MUST be enclosed within <think> </think> tags. \nOnce you've finished your reasoning, you should choose an admissible action for current step and present it within <action> </action> tags.\n";
+
+/// The template of later steps.
+pub const ALFWORLD_TEMPLATE: &str = "\nYou are an expert agent operating in the ALFRED Embodied Environment. Your task is to: {task_description}\nPrior to this step, you have already taken {step_count} step(s). Below are the most recent {history_length} observaitons and the corresponding actions you took: {action_history}\nYou are now at step {current_step} and your current observation is: {current_observation}\nYour admissible actions of the current situation are: [{admissible_actions}].\n\nNow it's your turn to take an action.\nYou should first reason step-by-step about the current situation. This reasoning process MUST be enclosed within <think> </think> tags. \nOnce you've finished your reasoning, you should choose an admissible action for current step and present it within <action> </action> tags.\n";
+
+/// Builds the verl-agent ALFWorld prompt with a memory of the last `history_length` steps.
+#[derive(Debug, Clone, Copy)]
+pub struct AlfworldPrompt {
+    /// Remembered steps shown. Default 2.
+    pub history_length: usize,
+}
+
+impl Default for AlfworldPrompt {
+    fn default() -> Self {
+        Self { history_length: 2 }
+    }
+}
+
+/// The admissible list as the template shows it: `help` removed, each in single quotes, joined
+/// by a newline and a space.
+pub fn format_admissible(admissible: &[String]) -> String {
+    admissible
+        .iter()
+        .filter(|a| *a != "help")
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join("\n ")
+}
+
+impl PromptBuilder for AlfworldPrompt {
+    fn build(&self, observation: &Observation, history: &[HistoryEntry], t: usize) -> String {
+        let admissible = format_admissible(&observation.admissible);
+        if t == 0 || self.history_length == 0 {
+            return ALFWORLD_TEMPLATE_NO_HIS
+                .replace("{current_observation}", &observation.text)
+                .replace("{admissible_actions}", &admissible);
+        }
+        let shown = history.len().min(self.history_length);
+        let first = history.len() - shown;
+        let lines: Vec<String> = history[first..]
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let k = first + i + 1;
+                format!(
+                    "[Observation {k}: '{}', Action {k}: '{}']",
+                    h.observation, h.action
+                )
+            })
+            .collect();
+        ALFWORLD_TEMPLATE
+            .replace("{task_description}", &observation.task)
+            .replace("{step_count}", &history.len().to_string())
+            .replace("{history_length}", &shown.to_string())
+            .replace("{action_history}", &lines.join("\n"))
+            .replace("{current_step}", &(history.len() + 1).to_string())
+            .replace("{current_observation}", &observation.text)
+            .replace("{admissible_actions}", &admissible)
+    }
+}
+
+/// The ALFWorld projection: [`think_action_projection`] with a 30-character fallback.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlfworldProjection;
+
+impl ActionParser for AlfworldProjection {
+    fn parse(&self, response: &str, _admissible: &[String]) -> ParsedAction {
+        think_action_projection(response, 30)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(text: &str) -> Observation {
+        Observation {
+            task: "put a mug in desk.".into(),
+            text: text.into(),
+            admissible: vec!["go to desk 1".into(), "help".into(), "look".into()],
+        }
+    }
+
+    #[test]
+    fn first_step_prompt_is_the_template_without_history() {
+        let p = AlfworldPrompt::default().build(&obs("banner"), &[], 0);
+        assert!(p.starts_with("\nYou are an expert agent operating in the ALFRED Embodied Environment.\nYour current observation is: banner\n"));
+        assert!(p.contains("are: ['go to desk 1'\n 'look'].\n"));
+        assert!(p.contains("<think> </think> tags. \n") && p.ends_with("tags.\n"));
+    }
+
+    #[test]
+    fn later_steps_show_the_last_two_steps_with_absolute_numbers() {
+        let h = |o: &str, a: &str| HistoryEntry {
+            observation: o.into(),
+            action: a.into(),
+        };
+        let history = [h("o1", "a1"), h("o2", "a2"), h("o3", "a3")];
+        let p = AlfworldPrompt::default().build(&obs("now"), &history, 3);
+        assert!(p.contains("Your task is to: put a mug in desk.\nPrior to this step, you have already taken 3 step(s). Below are the most recent 2 observaitons"));
+        assert!(p.contains("took: [Observation 2: 'o2', Action 2: 'a2']\n[Observation 3: 'o3', Action 3: 'a3']\nYou are now at step 4 and your current observation is: now\n"));
+    }
+}
