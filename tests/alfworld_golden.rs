@@ -146,3 +146,44 @@ fn a_directory_without_games_is_a_clear_error() {
         .unwrap_err();
     assert!(err.to_string().contains("no game.tw-pddl"), "{err}");
 }
+
+#[test]
+fn the_planner_solves_every_valid_unseen_game_no_longer_than_the_walkthrough() {
+    let Some(data) = alfworld_data("planner expert") else {
+        return;
+    };
+    let data = AlfworldData::open(&data).unwrap();
+    let paths = data.games(Split::ValidUnseen, &[]).unwrap();
+    let (mut solved, mut plan_steps, mut walk_steps) = (0, 0, 0);
+    for path in &paths {
+        let game = Arc::new(Game::load(data.root().join(path)).unwrap());
+        let mut engine = AlfEngine::new(game.clone(), Wording::V212, MAX_STEPS);
+        // Plan from the middle of an episode: after the first walkthrough command.
+        engine.step(&game.walkthrough[0]);
+        let plan = engine
+            .plan(envrl_envs::alfworld::DEFAULT_PLAN_BUDGET)
+            .expect("a plan");
+        assert!(
+            plan.len() < game.walkthrough.len(),
+            "{}: plan {plan:?}",
+            path.display()
+        );
+        let mut last = None;
+        for command in &plan {
+            last = Some(engine.step(command));
+        }
+        assert!(
+            last.is_some_and(|s| s.won),
+            "{}: plan {plan:?} does not win",
+            path.display()
+        );
+        solved += 1;
+        plan_steps += plan.len() + 1;
+        walk_steps += game.walkthrough.len();
+    }
+    println!(
+        "planner: {solved}/{} valid_unseen games, {plan_steps} steps vs walkthrough {walk_steps}",
+        paths.len()
+    );
+    assert_eq!(solved, 134);
+}

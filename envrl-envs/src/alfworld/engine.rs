@@ -43,12 +43,12 @@ pub struct AlfStep {
 /// One ALFWorld episode engine over a loaded [`Game`].
 #[derive(Debug, Clone)]
 pub struct AlfEngine {
-    game: Arc<Game>,
-    types: TypeConstants,
-    wording: Wording,
+    pub(crate) game: Arc<Game>,
+    pub(crate) types: TypeConstants,
+    pub(crate) wording: Wording,
     max_steps: u32,
-    state: State,
-    commands: Vec<(String, Command)>,
+    pub(crate) state: State,
+    pub(crate) commands: Vec<(String, Command)>,
     last: Option<AlfStep>,
 }
 
@@ -135,7 +135,7 @@ impl AlfEngine {
     }
 
     /// Applies an admissible command and renders its feedback after the effect.
-    fn apply(&mut self, cmd: Command) -> String {
+    pub(crate) fn apply(&mut self, cmd: Command) -> String {
         let g = &*self.game;
         let s = &mut self.state;
         let name = |e: usize| g.names[e].as_str();

@@ -94,6 +94,25 @@ impl Goal {
         }
     }
 
+    /// The constant entities the goal mentions (type constants such as `mugtype`).
+    pub(crate) fn constants(&self) -> std::collections::HashSet<Entity> {
+        fn walk(node: &Node, out: &mut std::collections::HashSet<Entity>) {
+            match node {
+                Node::Atom(_, terms) => out.extend(terms.iter().filter_map(|t| match t {
+                    Term::Const(e) => Some(*e),
+                    _ => None,
+                })),
+                Node::And(items) | Node::Or(items) => items.iter().for_each(|n| walk(n, out)),
+                Node::Not(inner) | Node::Exists(_, inner) | Node::Forall(_, inner) => {
+                    walk(inner, out)
+                }
+            }
+        }
+        let mut out = std::collections::HashSet::new();
+        walk(&self.root, &mut out);
+        out
+    }
+
     /// Whether the goal holds in `state`.
     pub(crate) fn holds(&self, game: &Game, state: &State) -> bool {
         let mut binding = vec![None; self.domains.len()];

@@ -11,6 +11,7 @@
 mod command;
 mod dataset;
 mod engine;
+mod expert;
 mod game;
 mod game_file;
 mod goal;
@@ -25,6 +26,7 @@ mod text;
 pub use command::Command;
 pub use dataset::*;
 pub use engine::*;
+pub use expert::DEFAULT_PLAN_BUDGET;
 pub use game::*;
 pub use game_file::*;
 pub use names::{display_class, display_names};

@@ -4,7 +4,7 @@ use crate::alfworld::Entity;
 
 /// The dynamic state of an episode (ALFWORLD.md §3). Relations are sets of pairs ordered by
 /// entity index, which is id order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct State {
     /// The agent's location `L`.
     pub location: Entity,
