@@ -3,11 +3,13 @@
 //! The programs people run with envrl, and the set-up code they share. Binaries stay thin:
 //! they parse arguments, pick a device and call into this library.
 //!
+//! - [`bench`]: `envrl bench`, speed tables next to the reference.
 //! - [`keydoor`]: a from-scratch tiny LM trained with GRPO on the key-and-door world.
 //! - [`progress`]: the terminal progress bar and metrics file of a run.
 //! - [`replay`]: `envrl replay`, transcripts of recorded action lists.
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod device;
 pub mod keydoor;
 pub mod progress;

@@ -24,6 +24,24 @@ enum Command {
         #[command(subcommand)]
         env: ReplayEnv,
     },
+    /// Measure speed and print a table next to the reference.
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchWhat {
+    /// ALFWorld engine: steps/s, reset and load times over valid_unseen.
+    Alfworld {
+        /// The ALFWORLD_DATA directory (holding json_2.1.1/).
+        #[arg(long, env = "ALFWORLD_DATA")]
+        data: PathBuf,
+        /// Seconds per step-rate measurement.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -76,6 +94,9 @@ fn main() -> Result<()> {
                 output.display()
             );
         }
+        Command::Bench {
+            what: BenchWhat::Alfworld { data, seconds },
+        } => envrl_examples::bench::bench_alfworld(&data, seconds)?,
     }
     Ok(())
 }
