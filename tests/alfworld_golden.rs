@@ -202,14 +202,50 @@ fn generated_games_of_every_type_are_solvable_and_deterministic() {
             assert!(!engine.reset().won, "{}: won at reset", game.task);
             let n = game.walkthrough.len();
             for (k, command) in game.walkthrough.iter().enumerate() {
-                assert!(engine.admissible_commands().any(|c| c == command), "{command} not admissible");
-                assert_eq!(engine.step(command).won, k + 1 == n, "{}: {:?}", game.task, game.walkthrough);
+                assert!(
+                    engine.admissible_commands().any(|c| c == command),
+                    "{command} not admissible"
+                );
+                assert_eq!(
+                    engine.step(command).won,
+                    k + 1 == n,
+                    "{}: {:?}",
+                    game.task,
+                    game.walkthrough
+                );
             }
             *per_type.entry(task.short_name()).or_insert(0) += 1;
         }
     }
     let again = generator.generate_of_type(TaskType::PickTwoObjAndPlace, 3);
     let first = generator.generate_of_type(TaskType::PickTwoObjAndPlace, 3);
-    assert_eq!((again.task, again.walkthrough, again.ids), (first.task, first.walkthrough, first.ids));
+    assert_eq!(
+        (again.task, again.walkthrough, again.ids),
+        (first.task, first.walkthrough, first.ids)
+    );
     println!("generated and solved: {per_type:?}");
+}
+
+#[test]
+fn the_environment_wrapper_rewards_the_winning_step_and_strips_the_task_prefix() {
+    use envrl::Environment;
+    use envrl_envs::alfworld::{AlfWorld, GameGenerator};
+    let games = Arc::new(GameGenerator::new(3).generate_many(4));
+    let mut env = AlfWorld::new(games.clone());
+    let first = env.reset(2);
+    assert!(!first.task.starts_with("Your task is to:") && first.task.ends_with('.'));
+    assert!(
+        first
+            .text
+            .starts_with("-= Welcome to TextWorld, ALFRED! =-")
+    );
+    let walkthrough = games[2].walkthrough.clone();
+    let rewards: Vec<f32> = walkthrough.iter().map(|c| env.step(c).reward).collect();
+    assert_eq!(rewards.last(), Some(&10.0));
+    assert_eq!(rewards.iter().sum::<f32>(), 10.0);
+    let invalid = env.step("jump");
+    assert!(
+        invalid.done && invalid.won,
+        "after done the last result repeats"
+    );
 }
