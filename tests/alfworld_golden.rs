@@ -192,8 +192,10 @@ fn the_planner_solves_every_valid_unseen_game_no_longer_than_the_walkthrough() {
 fn generated_games_of_every_type_are_solvable_and_deterministic() {
     use envrl_envs::alfworld::GameGenerator;
     let generator = GameGenerator::new(7);
-    let per_type_count: u64 =
-        std::env::var("ENVRL_GENERATED_PER_TYPE").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let per_type_count: u64 = std::env::var("ENVRL_GENERATED_PER_TYPE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
     let mut per_type = BTreeMap::new();
     for task in TaskType::ALL {
         for index in 0..per_type_count {
