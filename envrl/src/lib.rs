@@ -22,11 +22,15 @@
 //! ```
 //!
 //! # Crate features
+//! - `burn` (default): the learning side — [`Policy`], [`AuxObjective`], the rollout engine and
+//!   the [`Trainer`]. Without it the crate holds only the environment side (environments,
+//!   observations, trajectories, prompts, action parsing), which builds in seconds.
 //! - `tch`, `wgpu`, `cuda`: compile in the corresponding Burn backend. The pure-Rust CPU
 //!   backend (`flex`) is always available.
 #![deny(missing_docs)]
 
 mod advantage;
+#[cfg(feature = "burn")]
 mod aux;
 mod env;
 mod error;
@@ -36,22 +40,28 @@ mod trainer;
 mod trajectory;
 
 pub use advantage::Advantage;
+#[cfg(feature = "burn")]
 pub use aux::{AuxExample, AuxObjective, token_mean_cross_entropy};
 pub use env::{Environment, Observation, StepOutcome};
 pub use error::{Error, Result};
-pub use policy::{Generation, Policy, SamplingParams, ScoreRow, TokenScores, Tokenizer};
-pub use rollout::{
-    ActionParser, HistoryEntry, ParsedAction, PromptBuilder, RolloutEngine, RolloutSlot,
-    RolloutStats, grouped_slots,
-};
+pub use policy::{Generation, SamplingParams, ScoreRow, Tokenizer};
+#[cfg(feature = "burn")]
+pub use policy::{Policy, TokenScores};
+pub use rollout::{ActionParser, HistoryEntry, ParsedAction, PromptBuilder};
+#[cfg(feature = "burn")]
+pub use rollout::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots};
+#[cfg(feature = "burn")]
 pub use trainer::{
     BehaviourCloning, CHECKPOINT_FORMAT, CheckpointState, EVAL_SEED_OFFSET, EvalReport,
-    IterationMetrics, JsonlSink, LoadedCheckpoint, MetricsSink, PolicyLoss, PolicyLossInput,
-    PolicyLossOutput, Schedule, Trainer, TrainerConfig, TrainerConfigBuilder, TrainerParts,
+    LoadedCheckpoint, PolicyLoss, PolicyLossInput, PolicyLossOutput, Trainer, TrainerParts,
     checkpoint_name, checkpoints_to_delete, clip_global_grad_norm, global_grad_norm,
     latest_checkpoint, load_checkpoint, prune_checkpoints, save_checkpoint,
+};
+pub use trainer::{
+    IterationMetrics, JsonlSink, MetricsSink, Schedule, TrainerConfig, TrainerConfigBuilder,
 };
 pub use trajectory::{RolloutBatch, RowRef, Step, Trajectory};
 
 /// Re-export of the Burn version envrl is built on.
+#[cfg(feature = "burn")]
 pub use burn;

@@ -1,6 +1,10 @@
-//! The [`Policy`] trait and the [`Tokenizer`] seam it is used with.
+//! The [`Policy`] trait, the data of policy calls, and the [`Tokenizer`] seam.
 
+#[cfg(feature = "burn")]
 mod base;
+mod request;
 mod tokenizer;
+#[cfg(feature = "burn")]
 pub use base::*;
+pub use request::*;
 pub use tokenizer::*;
