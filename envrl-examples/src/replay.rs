@@ -19,25 +19,16 @@ pub struct ReplayInput {
     pub actions: Vec<String>,
 }
 
-/// One step of an output transcript.
+/// One step of an output transcript: the step index, the command, and the engine's result.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 pub struct ReplayStep {
     /// 0 for the reset.
     pub t: usize,
     /// The command sent (`null` at reset).
     pub action: Option<String>,
-    /// The observation.
-    pub observation: String,
-    /// Sorted admissible commands.
-    pub admissible_commands: Vec<String>,
-    /// Goal holds.
-    pub won: bool,
-    /// Episode over.
-    pub done: bool,
-    /// 1 if won.
-    pub score: u32,
-    /// Valid actions so far.
-    pub moves: u32,
+    /// observation, admissible_commands, won, done, score, moves.
+    #[serde(flatten)]
+    pub result: AlfStep,
 }
 
 /// One output line.
@@ -49,17 +40,8 @@ pub struct ReplayOutput {
     pub steps: Vec<ReplayStep>,
 }
 
-fn entry(t: usize, action: Option<String>, s: AlfStep) -> ReplayStep {
-    ReplayStep {
-        t,
-        action,
-        observation: s.observation,
-        admissible_commands: s.admissible_commands,
-        won: s.won,
-        done: s.done,
-        score: s.score,
-        moves: s.moves,
-    }
+fn entry(t: usize, action: Option<String>, result: AlfStep) -> ReplayStep {
+    ReplayStep { t, action, result }
 }
 
 /// Replays one action list on a loaded game.

@@ -23,8 +23,8 @@ pub const MAX_STEPS: u32 = 50;
 /// Reward on the winning step, as verl-agent (`10 · won`).
 pub const WIN_REWARD: f32 = 10.0;
 
-/// The full result of a reset or step, in the golden transcripts' terms.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The full result of a reset or step, in the golden transcripts' terms (and field names).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AlfStep {
     /// The observation text.
     pub observation: String,
