@@ -1,6 +1,6 @@
 //! # envrl-algos
 //!
-//! The algorithms of envrl: advantage estimators ([`Grpo`]), the clipped actor loss
+//! The algorithms of envrl: advantage estimators ([`Grpo`], [`Rloo`], [`Gigpo`]), the clipped actor loss
 //! ([`ClippedPolicyGradient`]), the causal-LM policy ([`CausalLm`], Qwen2 and Llama families,
 //! with a KV cache and batched sampling) and tokenizers ([`WordTokenizer`]).
 //!
@@ -30,7 +30,10 @@ mod loss;
 mod test_support;
 mod tokenizer;
 
-pub use advantage::{Grpo, GrpoConfig, GrpoStats, group_mean_std, row_scores};
+pub use advantage::{
+    Gigpo, GigpoConfig, GigpoNorm, Grpo, GrpoConfig, GrpoStats, Rloo, RlooConfig, group_mean_std,
+    row_scores,
+};
 pub use error::{Error, Result};
 pub use lm::{
     Attention, CausalLm, DecoderLayer, KvCache, LmConfig, Mlp, Qwen2Model, RmsNorm, TokenBatch,
