@@ -16,5 +16,8 @@ mod lm_policy;
 // Save → load → continue equals an uninterrupted run; bad checkpoints are clear errors.
 mod checkpoint_resume;
 
+// EnvRL objectives: examples from trajectories, losses that fall when trained alone.
+mod aux_objectives;
+
 // From-scratch tiny LM + GRPO learns the key-and-door world.
 mod training_smoke;

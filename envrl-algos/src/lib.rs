@@ -1,7 +1,8 @@
 //! # envrl-algos
 //!
 //! The algorithms of envrl: advantage estimators ([`Grpo`], [`Rloo`], [`Gigpo`]), the clipped actor loss
-//! ([`ClippedPolicyGradient`]), the causal-LM policy ([`CausalLm`], Qwen2 and Llama families,
+//! ([`ClippedPolicyGradient`]), EnvRL's auxiliary objectives ([`StatePrediction`],
+//! [`InverseDynamics`]), the causal-LM policy ([`CausalLm`], Qwen2 and Llama families,
 //! with a KV cache and batched sampling) and tokenizers ([`WordTokenizer`]).
 //!
 //! # Example
@@ -23,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod advantage;
+mod aux;
 mod error;
 mod lm;
 mod loss;
@@ -33,6 +35,11 @@ mod tokenizer;
 pub use advantage::{
     Gigpo, GigpoConfig, GigpoNorm, Grpo, GrpoConfig, GrpoStats, Rloo, RlooConfig, group_mean_std,
     row_scores,
+};
+pub use aux::{
+    ActionTarget, AuxSource, InverseDynamics, InverseDynamicsConfig, StatePrediction,
+    StatePredictionConfig, Transition, TransitionFilter, inverse_dynamics_prompt,
+    state_prediction_prompt,
 };
 pub use error::{Error, Result};
 pub use lm::{

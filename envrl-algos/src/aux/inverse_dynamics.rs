@@ -1,0 +1,115 @@
+//! EnvRL inverse dynamics: given the task and two consecutive observations, predict the action
+//! that linked them, in the policy's output format (ENVRL.md §4.2, §4.4).
+//!
+//! ```text
+//! user:      You are analysing the {env} environment.
+//!            Task: {task}
+//!            Observation before: {s_t}
+//!            Observation after: {s_{t+1}}
+//!            Which single action caused this change?
+//!            [Admissible actions: [{admissible}]]      (option, off by default)
+//! assistant: <action>{a_t}</action><eos>                (or the bare action)
+//! L_ID = token-mean cross-entropy over the assistant tokens
+//! ```
+
+use envrl::{AuxExample, AuxObjective, RolloutBatch, Schedule, Tokenizer};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::aux::TransitionFilter;
+
+/// The form of the target action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionTarget {
+    /// `<action>{a}</action>` (default).
+    Tagged,
+    /// The action alone.
+    Bare,
+}
+
+/// Inverse-dynamics settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InverseDynamicsConfig {
+    /// λ_ID(t). Default cosine from λ0 = 0.2.
+    pub schedule: Schedule,
+    /// Eligibility, budget and truncation.
+    pub transitions: TransitionFilter,
+    /// Append the admissible list to the prompt. Default false.
+    pub show_admissible: bool,
+    /// Target form. Default tagged.
+    pub target: ActionTarget,
+}
+
+impl Default for InverseDynamicsConfig {
+    fn default() -> Self {
+        Self {
+            schedule: Schedule::Cosine { start: 0.2 },
+            transitions: TransitionFilter::default(),
+            show_admissible: false,
+            target: ActionTarget::Tagged,
+        }
+    }
+}
+
+/// The inverse-dynamics objective.
+#[derive(Debug, Clone, Default)]
+pub struct InverseDynamics {
+    /// Its settings.
+    pub config: InverseDynamicsConfig,
+}
+
+/// The user message of an inverse-dynamics example.
+pub fn inverse_dynamics_prompt(
+    environment: &str,
+    task: &str,
+    before: &str,
+    after: &str,
+    admissible: Option<&[String]>,
+) -> String {
+    let mut text = format!(
+        "You are analysing the {environment} environment.\nTask: {task}\nObservation before: {before}\nObservation after: {after}\nWhich single action caused this change?"
+    );
+    if let Some(actions) = admissible {
+        text.push_str(&format!("\nAdmissible actions: [{}]", actions.join(", ")));
+    }
+    text
+}
+
+impl AuxObjective for InverseDynamics {
+    fn name(&self) -> &str {
+        "inverse_dynamics"
+    }
+
+    fn schedule(&self) -> &Schedule {
+        &self.config.schedule
+    }
+
+    fn examples(
+        &self,
+        batch: &RolloutBatch,
+        tokenizer: &dyn Tokenizer,
+        rng: &mut ChaCha8Rng,
+    ) -> Vec<AuxExample> {
+        let c = &self.config;
+        let t = &c.transitions;
+        t.sample(batch, rng)
+            .into_iter()
+            .map(|x| {
+                let mut fields = vec![x.observation.to_string(), x.next_observation.to_string()];
+                let admissible = c.show_admissible.then_some(x.admissible);
+                let render = |f: &[String]| {
+                    inverse_dynamics_prompt(&t.environment, x.task, &f[0], &f[1], admissible)
+                };
+                let target = match c.target {
+                    ActionTarget::Tagged => format!("<action>{}</action>", x.action),
+                    ActionTarget::Bare => x.action.to_string(),
+                };
+                AuxExample {
+                    row: t.tokenize(tokenizer, &mut fields, render, &target),
+                }
+            })
+            .collect()
+    }
+}

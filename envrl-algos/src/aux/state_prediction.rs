@@ -1,0 +1,83 @@
+//! EnvRL state prediction: given the task, the observation and the action, predict the next
+//! observation (ENVRL.md §4.2, §4.4).
+//!
+//! ```text
+//! user:      You are modelling the {env} environment.
+//!            Task: {task}
+//!            Current observation: {s_t}
+//!            Action taken: {a_t}
+//!            Predict the next observation returned by the environment.
+//! assistant: {s_{t+1}}<eos>
+//! L_SP = token-mean cross-entropy over the assistant tokens
+//! ```
+//!
+//! The prompt wording is ours (the paper's is not public) and lives only here.
+
+use envrl::{AuxExample, AuxObjective, RolloutBatch, Schedule, Tokenizer};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::aux::TransitionFilter;
+
+/// State-prediction settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StatePredictionConfig {
+    /// λ_SP(t). Default cosine from λ0 = 0.2 (ENVRL.md §4.5).
+    pub schedule: Schedule,
+    /// Eligibility, budget and truncation.
+    pub transitions: TransitionFilter,
+}
+
+impl Default for StatePredictionConfig {
+    fn default() -> Self {
+        Self {
+            schedule: Schedule::Cosine { start: 0.2 },
+            transitions: TransitionFilter::default(),
+        }
+    }
+}
+
+/// The state-prediction objective.
+#[derive(Debug, Clone, Default)]
+pub struct StatePrediction {
+    /// Its settings.
+    pub config: StatePredictionConfig,
+}
+
+/// The user message of a state-prediction example.
+pub fn state_prediction_prompt(environment: &str, task: &str, state: &str, action: &str) -> String {
+    format!(
+        "You are modelling the {environment} environment.\nTask: {task}\nCurrent observation: {state}\nAction taken: {action}\nPredict the next observation returned by the environment."
+    )
+}
+
+impl AuxObjective for StatePrediction {
+    fn name(&self) -> &str {
+        "state_prediction"
+    }
+
+    fn schedule(&self) -> &Schedule {
+        &self.config.schedule
+    }
+
+    fn examples(
+        &self,
+        batch: &RolloutBatch,
+        tokenizer: &dyn Tokenizer,
+        rng: &mut ChaCha8Rng,
+    ) -> Vec<AuxExample> {
+        let t = &self.config.transitions;
+        t.sample(batch, rng)
+            .into_iter()
+            .map(|x| {
+                let mut fields = vec![x.observation.to_string()];
+                let render =
+                    |f: &[String]| state_prediction_prompt(&t.environment, x.task, &f[0], x.action);
+                AuxExample {
+                    row: t.tokenize(tokenizer, &mut fields, render, x.next_observation),
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,274 @@
+//! What EnvRL's auxiliary objectives share: which transitions are eligible, how many are used,
+//! and how over-long texts are truncated (ENVRL.md §4.4).
+
+use envrl::{RolloutBatch, ScoreRow, Tokenizer};
+use rand::seq::index::sample;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// Which trajectories feed the auxiliary objectives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuxSource {
+    /// Successful and failed trajectories alike (default).
+    All,
+    /// Only trajectories that were won.
+    SuccessOnly,
+    /// Only trajectories that were lost.
+    FailedOnly,
+}
+
+/// Settings shared by state prediction and inverse dynamics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TransitionFilter {
+    /// The environment's name in the prompt: `ALFRED household` or `WebShop shopping`.
+    pub environment: String,
+    /// Which trajectories are used. Default all.
+    pub source: AuxSource,
+    /// Drop format-invalid steps. Default true.
+    pub drop_invalid: bool,
+    /// Drop no-op steps: `obs_next` equal to `obs_t` or to one of `noop_observations`. Default true.
+    pub drop_noop: bool,
+    /// Observations that mark a no-op. Default `["Nothing happens."]` (ALFWorld).
+    pub noop_observations: Vec<String>,
+    /// Keep the terminal transition. Default true.
+    pub keep_terminal: bool,
+    /// Examples per iteration, sampled without replacement with the run's RNG (all if fewer are
+    /// eligible). Default 128.
+    pub examples_per_iteration: usize,
+    /// Token budget of the chat-wrapped prompt. Default 1024 (ALFWorld).
+    pub max_prompt_tokens: usize,
+    /// Token budget of the target. Default 256 (ALFWorld).
+    pub max_target_tokens: usize,
+}
+
+impl Default for TransitionFilter {
+    fn default() -> Self {
+        Self {
+            environment: "ALFRED household".into(),
+            source: AuxSource::All,
+            drop_invalid: true,
+            drop_noop: true,
+            noop_observations: vec!["Nothing happens.".into()],
+            keep_terminal: true,
+            examples_per_iteration: 128,
+            max_prompt_tokens: 1024,
+            max_target_tokens: 256,
+        }
+    }
+}
+
+/// One eligible transition `(task, s_t, a_t, s_{t+1})`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transition<'a> {
+    /// The task description.
+    pub task: &'a str,
+    /// The raw observation before the action.
+    pub observation: &'a str,
+    /// The action sent.
+    pub action: &'a str,
+    /// The raw observation after it.
+    pub next_observation: &'a str,
+    /// The admissible actions before it.
+    pub admissible: &'a [String],
+}
+
+impl TransitionFilter {
+    /// The eligible transitions of a batch, in row order.
+    pub fn eligible<'a>(&self, batch: &'a RolloutBatch) -> Vec<Transition<'a>> {
+        batch
+            .rows()
+            .filter(|r| match self.source {
+                AuxSource::All => true,
+                AuxSource::SuccessOnly => r.trajectory.won(),
+                AuxSource::FailedOnly => !r.trajectory.won(),
+            })
+            .filter(|r| !self.drop_invalid || r.step.valid)
+            .filter(|r| {
+                let noop = r.step.next_observation == r.step.observation
+                    || self.noop_observations.contains(&r.step.next_observation);
+                !(self.drop_noop && noop)
+            })
+            .filter(|r| self.keep_terminal || !r.step.done)
+            .map(|r| Transition {
+                task: &r.trajectory.task,
+                observation: &r.step.observation,
+                action: &r.step.action,
+                next_observation: &r.step.next_observation,
+                admissible: &r.step.admissible,
+            })
+            .collect()
+    }
+
+    /// Samples up to `examples_per_iteration` eligible transitions, kept in row order.
+    pub fn sample<'a>(&self, batch: &'a RolloutBatch, rng: &mut ChaCha8Rng) -> Vec<Transition<'a>> {
+        let eligible = self.eligible(batch);
+        if eligible.len() <= self.examples_per_iteration {
+            return eligible;
+        }
+        let mut picks = sample(rng, eligible.len(), self.examples_per_iteration).into_vec();
+        picks.sort_unstable();
+        picks.into_iter().map(|i| eligible[i].clone()).collect()
+    }
+
+    /// Tokenises an example: the prompt built by `render` from the (possibly truncated) fields,
+    /// chat-wrapped, and the target followed by EOS. An over-long field is cut to its head plus
+    /// ` …[truncated]` until the prompt fits (the task and instruction lines are never cut); an
+    /// over-long target is cut to the budget and loses its EOS, so the model is not taught to
+    /// stop early.
+    pub fn tokenize(
+        &self,
+        tokenizer: &dyn Tokenizer,
+        fields: &mut [String],
+        render: impl Fn(&[String]) -> String,
+        target: &str,
+    ) -> ScoreRow {
+        let mut context = tokenizer.encode_prompt(&render(fields));
+        const MARK: &str = " …[truncated]";
+        let body = |f: &String| f.strip_suffix(MARK).unwrap_or(f).chars().count();
+        while context.len() > self.max_prompt_tokens {
+            // Shrink the longest field to 3/4 of its text; stop when nothing is left to cut.
+            let Some(longest) = (0..fields.len()).max_by_key(|&i| body(&fields[i])) else {
+                break;
+            };
+            let chars = body(&fields[longest]);
+            if chars == 0 {
+                break;
+            }
+            let field = &fields[longest];
+            let keep: String = field
+                .strip_suffix(MARK)
+                .unwrap_or(field)
+                .chars()
+                .take(chars * 3 / 4)
+                .collect();
+            fields[longest] = format!("{keep}{MARK}");
+            context = tokenizer.encode_prompt(&render(fields));
+        }
+        let mut target_ids = tokenizer.encode_response(target);
+        if target_ids.len() > self.max_target_tokens {
+            target_ids = tokenizer.encode(target);
+            target_ids.truncate(self.max_target_tokens);
+        }
+        ScoreRow {
+            context,
+            target: target_ids,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::batch;
+    use crate::{InverseDynamics, StatePrediction, WordTokenizer};
+    use envrl::AuxObjective;
+    use rand::SeedableRng;
+
+    /// One won trajectory: a move, an invalid step, a no-op, and the winning terminal step.
+    fn trajectory() -> RolloutBatch {
+        let mut b = batch(&[(0, 10.0, &[true, false, true, true])]);
+        let t = &mut b.trajectories[0];
+        t.task = "put a mug in desk.".into();
+        let steps = [
+            (
+                "You are in a room.",
+                "go to desk 1",
+                "You arrive at desk 1.",
+            ),
+            ("You arrive at desk 1.", "x y", "Nothing happens."),
+            ("You arrive at desk 1.", "jump", "Nothing happens."),
+            (
+                "You arrive at desk 1.",
+                "move mug 1 to desk 1",
+                "You move the mug 1 to the desk 1.",
+            ),
+        ];
+        for (s, (o, a, n)) in t.steps.iter_mut().zip(steps) {
+            (s.observation, s.action, s.next_observation) = (o.into(), a.into(), n.into());
+        }
+        b
+    }
+
+    #[test]
+    fn invalid_and_noop_steps_are_dropped_and_terminal_kept() {
+        let b = trajectory();
+        let eligible = TransitionFilter::default().eligible(&b);
+        let actions: Vec<&str> = eligible.iter().map(|t| t.action).collect();
+        assert_eq!(actions, vec!["go to desk 1", "move mug 1 to desk 1"]);
+        let f = TransitionFilter {
+            source: AuxSource::FailedOnly,
+            ..Default::default()
+        };
+        assert!(f.eligible(&b).is_empty());
+        let f = TransitionFilter {
+            drop_noop: false,
+            drop_invalid: false,
+            keep_terminal: false,
+            ..Default::default()
+        };
+        assert_eq!(f.eligible(&b).len(), 3);
+    }
+
+    #[test]
+    fn examples_hold_the_prompt_as_context_and_the_target_with_eos() {
+        let b = trajectory();
+        let corpus = [
+            crate::state_prediction_prompt(
+                "ALFRED household",
+                "put a mug in desk.",
+                "You are in a room.",
+                "go to desk 1",
+            ),
+            "You arrive at desk 1. <action>go to desk 1</action>".to_string(),
+            crate::inverse_dynamics_prompt(
+                "ALFRED household",
+                "put a mug in desk.",
+                "You are in a room.",
+                "You arrive at desk 1.",
+                None,
+            ),
+        ];
+        let tok = WordTokenizer::from_corpus(corpus.iter().map(String::as_str));
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let sp = StatePrediction::default().examples(&b, &tok, &mut rng);
+        assert_eq!(sp.len(), 2);
+        assert_eq!(sp[0].row.context, tok.encode_prompt(&corpus[0]));
+        assert_eq!(tok.decode(&sp[0].row.target), "You arrive at desk 1.");
+        assert_eq!(sp[0].row.target.last(), Some(&tok.eos_id()));
+        let id = InverseDynamics::default().examples(&b, &tok, &mut rng);
+        assert_eq!(id[0].row.context, tok.encode_prompt(&corpus[2]));
+        assert_eq!(
+            tok.decode(&id[0].row.target),
+            "<action>go to desk 1</action>"
+        );
+    }
+
+    #[test]
+    fn budget_samples_without_replacement_and_long_texts_are_truncated() {
+        let b = trajectory();
+        let f = TransitionFilter {
+            examples_per_iteration: 1,
+            ..Default::default()
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        assert_eq!(f.sample(&b, &mut rng).len(), 1);
+
+        let tok = WordTokenizer::from_corpus(["a b"]);
+        let f = TransitionFilter {
+            max_prompt_tokens: 20,
+            max_target_tokens: 3,
+            ..Default::default()
+        };
+        let mut fields = vec!["a ".repeat(40)];
+        let row = f.tokenize(&tok, &mut fields, |f| format!("head {}", f[0]), "b b b b b");
+        assert!(row.context.len() <= 20, "{}", row.context.len());
+        assert!(fields[0].ends_with(" …[truncated]"));
+        assert_eq!(row.target.len(), 3);
+        assert!(
+            !row.target.contains(&tok.eos_id()),
+            "a cut target has no EOS"
+        );
+    }
+}

@@ -1,0 +1,99 @@
+use burn::optim::{AdamWConfig, GradientsParams};
+use burn::tensor::Device;
+use envrl::{AuxObjective, Policy, RolloutBatch, Step, Tokenizer, Trajectory};
+use envrl_algos::{InverseDynamics, LmConfig, StatePrediction, WordTokenizer};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// A batch of key-and-door-like transitions.
+fn batch() -> RolloutBatch {
+    let rooms = ["garden", "kitchen", "hall", "study"];
+    let steps = (0..3)
+        .map(|t| Step {
+            t,
+            prompt_ids: vec![1],
+            response_ids: vec![1],
+            old_logprobs: vec![0.0],
+            observation: format!("you are in the {} .", rooms[t]),
+            admissible: vec![],
+            next_observation: format!("you are in the {} .", rooms[t + 1]),
+            response: String::new(),
+            action: format!("go {}", rooms[t + 1]),
+            reward: 0.0,
+            valid: true,
+            done: false,
+            won: false,
+        })
+        .collect();
+    RolloutBatch {
+        trajectories: vec![Trajectory {
+            group_id: 0,
+            traj_id: 0,
+            task: "walk east".into(),
+            task_id: 0,
+            steps,
+        }],
+    }
+}
+
+fn corpus() -> WordTokenizer {
+    let texts = [
+        envrl_algos::state_prediction_prompt(
+            "ALFRED household",
+            "walk east",
+            "you are in the garden kitchen hall study .",
+            "go",
+        ),
+        envrl_algos::inverse_dynamics_prompt("ALFRED household", "walk east", "x", "y", None),
+        "<action>go kitchen</action> hall</action> study</action>".to_string(),
+    ];
+    WordTokenizer::from_corpus(texts.iter().map(String::as_str))
+}
+
+/// Trains the tiny LM on one objective's examples alone and returns the first and last loss.
+fn train_alone(objective: &dyn AuxObjective) -> (f32, f32) {
+    let tok = corpus();
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let examples = objective.examples(&batch(), &tok, &mut rng);
+    assert_eq!(examples.len(), 3);
+    let rows: Vec<_> = examples.into_iter().map(|e| e.row).collect();
+    let mut model = LmConfig::tiny(tok.vocab_size())
+        .init(&Device::flex().autodiff(), 0)
+        .unwrap();
+    let mut optim = AdamWConfig::new().init();
+    let mut losses = Vec::new();
+    for _ in 0..40 {
+        let loss = objective.loss(&model.score(&rows, false));
+        losses.push(loss.clone().into_scalar::<f32>());
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(3e-3, model, grads);
+    }
+    (losses[0], *losses.last().unwrap())
+}
+
+#[test]
+fn state_prediction_loss_falls_when_trained_alone() {
+    let (first, last) = train_alone(&StatePrediction::default());
+    assert!(last < 0.3 * first, "{first} -> {last}");
+}
+
+#[test]
+fn inverse_dynamics_loss_falls_when_trained_alone() {
+    let (first, last) = train_alone(&InverseDynamics::default());
+    assert!(last < 0.3 * first, "{first} -> {last}");
+}
+
+#[test]
+fn inverse_dynamics_targets_are_the_tagged_actions() {
+    let tok = corpus();
+    let examples =
+        InverseDynamics::default().examples(&batch(), &tok, &mut ChaCha8Rng::seed_from_u64(0));
+    let targets: Vec<String> = examples.iter().map(|e| tok.decode(&e.row.target)).collect();
+    // The word tokenizer splits on spaces: "<action>go kitchen</action>" has unknown words.
+    assert_eq!(targets.len(), 3);
+    assert!(
+        examples
+            .iter()
+            .all(|e| e.row.target.last() == Some(&tok.eos_id()))
+    );
+}
