@@ -97,3 +97,35 @@ fn inverse_dynamics_targets_are_the_tagged_actions() {
             .all(|e| e.row.target.last() == Some(&tok.eos_id()))
     );
 }
+
+#[test]
+fn the_composed_objective_trains_with_every_part_on() {
+    use envrl_examples::keydoor::{KeyDoorSettings, build};
+    // The default warm start, so that responses are valid and transitions eligible.
+    let mut settings = KeyDoorSettings::quick(5);
+    settings.trainer.groups = 2;
+    settings.trainer.group_size = 4;
+    settings.trainer.eval_every = 0;
+    settings.loss.kl_coef = 0.01;
+    settings.loss.entropy_coef = 0.001;
+    settings.envrl = true;
+    let mut run = build(&settings, &Device::flex()).unwrap();
+    for _ in 0..2 {
+        let m = run.trainer.train_iteration();
+        for name in [
+            "loss/policy",
+            "loss/kl",
+            "loss/entropy",
+            "loss/aux/state_prediction",
+            "loss/aux/inverse_dynamics",
+        ] {
+            let v = m
+                .get(name)
+                .unwrap_or_else(|| panic!("{name} missing: {:?}", m.values.keys()));
+            assert!(v.is_finite(), "{name} = {v}");
+        }
+        assert_eq!(m.get("optim/skipped_steps"), Some(0.0));
+        assert!(m.get("aux/examples/inverse_dynamics").unwrap() > 0.0);
+        assert!((m.get("aux/lambda/state_prediction").unwrap() - 0.2).abs() < 0.05);
+    }
+}

@@ -15,7 +15,9 @@ use envrl::{
     TrainerParts,
 };
 use envrl_algos::{
-    CausalLm, ClippedPgConfig, ClippedPolicyGradient, Grpo, LmConfig, WordTokenizer,
+    ActionTarget, CausalLm, ClippedPgConfig, ClippedPolicyGradient, Grpo, InverseDynamics,
+    InverseDynamicsConfig, LmConfig, StatePrediction, StatePredictionConfig, TransitionFilter,
+    WordTokenizer,
 };
 use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
 use rand::SeedableRng;
@@ -38,6 +40,8 @@ pub struct KeyDoorSettings {
     pub warmup_steps: usize,
     /// The clipped-PG loss settings.
     pub loss: ClippedPgConfig,
+    /// Add EnvRL's state-prediction and inverse-dynamics objectives (cosine λ from 0.2).
+    pub envrl: bool,
 }
 
 impl KeyDoorSettings {
@@ -78,6 +82,7 @@ impl KeyDoorSettings {
                 entropy_coef: 0.0,
                 ..Default::default()
             },
+            envrl: false,
         }
     }
 }
@@ -123,6 +128,31 @@ pub fn random_policy_examples(
     rows
 }
 
+/// State prediction and inverse dynamics for the key-and-door world.
+fn envrl_objectives() -> Vec<Box<dyn envrl::AuxObjective>> {
+    let transitions = TransitionFilter {
+        environment: "key-and-door".into(),
+        noop_observations: Vec::new(),
+        examples_per_iteration: 64,
+        ..Default::default()
+    };
+    vec![
+        Box::new(StatePrediction {
+            config: StatePredictionConfig {
+                transitions: transitions.clone(),
+                ..Default::default()
+            },
+        }),
+        Box::new(InverseDynamics {
+            config: InverseDynamicsConfig {
+                transitions,
+                target: ActionTarget::Bare,
+                ..Default::default()
+            },
+        }),
+    ]
+}
+
 /// Builds the tokenizer, the model, the warm start and the trainer on `device` (an autodiff
 /// device is made from it).
 ///
@@ -165,7 +195,11 @@ pub fn build(settings: &KeyDoorSettings, device: &Device) -> Result<KeyDoorRun> 
         parser: Box::new(KeyDoorProjection),
         advantage: Box::new(Grpo::default()),
         loss: Box::new(ClippedPolicyGradient::new(settings.loss.clone())),
-        aux: Vec::new(),
+        aux: if settings.envrl {
+            envrl_objectives()
+        } else {
+            Vec::new()
+        },
         make_env: Box::new(move || KeyDoor::new(rooms, max_steps)),
         train_tasks: (0..settings.train_tasks).collect(),
         eval_tasks: (EVAL_TASK_OFFSET..EVAL_TASK_OFFSET + 1000).collect(),

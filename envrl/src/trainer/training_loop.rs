@@ -398,10 +398,12 @@ where
         for (name, sum) in sums {
             summary.values.push((name, sum / n_minibatches as f64));
         }
-        for (aux, lambda) in self.parts.aux.iter().zip(lambdas) {
+        for ((aux, lambda), examples) in self.parts.aux.iter().zip(lambdas).zip(aux_examples) {
+            let name = aux.name();
+            summary.values.push((format!("aux/lambda/{name}"), lambda));
             summary
                 .values
-                .push((format!("aux/lambda/{}", aux.name()), lambda));
+                .push((format!("aux/examples/{name}"), examples.len() as f64));
         }
         summary
             .values
