@@ -37,9 +37,9 @@ pub use advantage::{
     row_scores,
 };
 pub use aux::{
-    ActionTarget, AuxSource, InverseDynamics, InverseDynamicsConfig, StatePrediction,
-    StatePredictionConfig, Transition, TransitionFilter, inverse_dynamics_prompt,
-    state_prediction_prompt,
+    ActionTarget, AuxSource, InSequenceConfig, InSequenceStatePrediction, InverseDynamics,
+    InverseDynamicsConfig, StatePrediction, StatePredictionConfig, Transition, TransitionFilter,
+    inverse_dynamics_prompt, state_prediction_prompt,
 };
 pub use error::{Error, Result};
 pub use lm::{

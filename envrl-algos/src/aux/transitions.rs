@@ -72,6 +72,10 @@ pub struct Transition<'a> {
     pub next_observation: &'a str,
     /// The admissible actions before it.
     pub admissible: &'a [String],
+    /// The policy's prompt tokens of this step.
+    pub prompt_ids: &'a [u32],
+    /// The policy's response tokens of this step.
+    pub response_ids: &'a [u32],
 }
 
 impl TransitionFilter {
@@ -97,6 +101,8 @@ impl TransitionFilter {
                 action: &r.step.action,
                 next_observation: &r.step.next_observation,
                 admissible: &r.step.admissible,
+                prompt_ids: &r.step.prompt_ids,
+                response_ids: &r.step.response_ids,
             })
             .collect()
     }
