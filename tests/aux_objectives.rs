@@ -106,9 +106,9 @@ fn the_composed_objective_trains_with_every_part_on() {
     settings.trainer.groups = 2;
     settings.trainer.group_size = 4;
     settings.trainer.eval_every = 0;
-    settings.loss.kl_coef = 0.01;
-    settings.loss.entropy_coef = 0.001;
-    settings.envrl = true;
+    settings.algorithm.loss.kl_coef = 0.01;
+    settings.algorithm.loss.entropy_coef = 0.001;
+    settings.algorithm.aux = envrl_examples::keydoor::envrl_objectives();
     let mut run = build(&settings, &Device::flex()).unwrap();
     for _ in 0..2 {
         let m = run.trainer.train_iteration();

@@ -10,7 +10,7 @@ fn settings() -> KeyDoorSettings {
     s.trainer.group_size = 4;
     s.trainer.eval_every = 0;
     s.trainer.iterations = 3;
-    s.loss.kl_coef = 0.01;
+    s.algorithm.loss.kl_coef = 0.01;
     s
 }
 

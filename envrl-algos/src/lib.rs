@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod advantage;
+mod algorithm;
 mod aux;
 mod error;
 mod lm;
@@ -36,6 +37,7 @@ pub use advantage::{
     Gigpo, GigpoConfig, GigpoNorm, Grpo, GrpoConfig, GrpoStats, Rloo, RlooConfig, group_mean_std,
     row_scores,
 };
+pub use algorithm::{AdvantageConfig, AlgorithmConfig, AlgorithmParts, AuxConfig};
 pub use aux::{
     ActionTarget, AuxSource, InSequenceConfig, InSequenceStatePrediction, InverseDynamics,
     InverseDynamicsConfig, StatePrediction, StatePredictionConfig, Transition, TransitionFilter,

@@ -15,9 +15,8 @@ use envrl::{
     TrainerParts,
 };
 use envrl_algos::{
-    ActionTarget, CausalLm, ClippedPgConfig, ClippedPolicyGradient, Grpo, InverseDynamics,
-    InverseDynamicsConfig, LmConfig, StatePrediction, StatePredictionConfig, TransitionFilter,
-    WordTokenizer,
+    ActionTarget, AlgorithmConfig, AuxConfig, CausalLm, ClippedPgConfig, InverseDynamicsConfig,
+    LmConfig, StatePredictionConfig, TransitionFilter, WordTokenizer,
 };
 use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
 use rand::SeedableRng;
@@ -38,10 +37,8 @@ pub struct KeyDoorSettings {
     pub train_tasks: u64,
     /// Behaviour-cloning steps of the format warm start.
     pub warmup_steps: usize,
-    /// The clipped-PG loss settings.
-    pub loss: ClippedPgConfig,
-    /// Add EnvRL's state-prediction and inverse-dynamics objectives (cosine λ from 0.2).
-    pub envrl: bool,
+    /// Estimator, actor loss and auxiliary objectives.
+    pub algorithm: AlgorithmConfig,
 }
 
 impl KeyDoorSettings {
@@ -77,12 +74,14 @@ impl KeyDoorSettings {
             rooms: 4,
             train_tasks: 1000,
             warmup_steps: 150,
-            loss: ClippedPgConfig {
-                kl_coef: 0.0,
-                entropy_coef: 0.0,
+            algorithm: AlgorithmConfig {
+                loss: ClippedPgConfig {
+                    kl_coef: 0.0,
+                    entropy_coef: 0.0,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
-            envrl: false,
         }
     }
 }
@@ -128,8 +127,8 @@ pub fn random_policy_examples(
     rows
 }
 
-/// State prediction and inverse dynamics for the key-and-door world.
-fn envrl_objectives() -> Vec<Box<dyn envrl::AuxObjective>> {
+/// EnvRL's state prediction and inverse dynamics, worded for the key-and-door world.
+pub fn envrl_objectives() -> Vec<AuxConfig> {
     let transitions = TransitionFilter {
         environment: "key-and-door".into(),
         noop_observations: Vec::new(),
@@ -137,18 +136,14 @@ fn envrl_objectives() -> Vec<Box<dyn envrl::AuxObjective>> {
         ..Default::default()
     };
     vec![
-        Box::new(StatePrediction {
-            config: StatePredictionConfig {
-                transitions: transitions.clone(),
-                ..Default::default()
-            },
+        AuxConfig::StatePrediction(StatePredictionConfig {
+            transitions: transitions.clone(),
+            ..Default::default()
         }),
-        Box::new(InverseDynamics {
-            config: InverseDynamicsConfig {
-                transitions,
-                target: ActionTarget::Bare,
-                ..Default::default()
-            },
+        AuxConfig::InverseDynamics(InverseDynamicsConfig {
+            transitions,
+            target: ActionTarget::Bare,
+            ..Default::default()
         }),
     ]
 }
@@ -189,17 +184,14 @@ pub fn build(settings: &KeyDoorSettings, device: &Device) -> Result<KeyDoorRun> 
 
     let rooms = settings.rooms;
     let max_steps = settings.trainer.max_steps;
+    let algorithm = settings.algorithm.build();
     let parts = TrainerParts {
         tokenizer: tokenizer.clone(),
         prompt: Box::new(KeyDoorPrompt),
         parser: Box::new(KeyDoorProjection),
-        advantage: Box::new(Grpo::default()),
-        loss: Box::new(ClippedPolicyGradient::new(settings.loss.clone())),
-        aux: if settings.envrl {
-            envrl_objectives()
-        } else {
-            Vec::new()
-        },
+        advantage: algorithm.advantage,
+        loss: algorithm.loss,
+        aux: algorithm.aux,
         make_env: Box::new(move || KeyDoor::new(rooms, max_steps)),
         train_tasks: (0..settings.train_tasks).collect(),
         eval_tasks: (EVAL_TASK_OFFSET..EVAL_TASK_OFFSET + 1000).collect(),

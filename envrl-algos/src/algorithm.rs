@@ -1,0 +1,167 @@
+//! Choosing the estimator, the actor loss and the auxiliary objectives by name in a config:
+//! GRPO + state prediction + inverse dynamics is one line.
+//!
+//! ```
+//! let config: envrl_algos::AlgorithmConfig = serde_json::from_str(
+//!     r#"{"advantage": {"name": "grpo"}, "aux": [{"name": "state_prediction"}, {"name": "inverse_dynamics"}]}"#,
+//! )?;
+//! let parts = config.build();
+//! assert_eq!(parts.advantage.name(), "grpo");
+//! assert_eq!(parts.aux.len(), 2);
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+use envrl::{Advantage, AuxObjective, PolicyLoss};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    ClippedPgConfig, ClippedPolicyGradient, Gigpo, GigpoConfig, Grpo, GrpoConfig, InSequenceConfig,
+    InSequenceStatePrediction, InverseDynamics, InverseDynamicsConfig, Rloo, RlooConfig,
+    StatePrediction, StatePredictionConfig,
+};
+
+/// An advantage estimator and its settings, selected by `name`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "snake_case")]
+pub enum AdvantageConfig {
+    /// [`Grpo`].
+    Grpo(GrpoConfig),
+    /// [`Rloo`].
+    Rloo(RlooConfig),
+    /// [`Gigpo`].
+    Gigpo(GigpoConfig),
+}
+
+impl Default for AdvantageConfig {
+    fn default() -> Self {
+        AdvantageConfig::Grpo(GrpoConfig::default())
+    }
+}
+
+impl AdvantageConfig {
+    /// The estimator with default settings for a name (`grpo`, `rloo`, `gigpo`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "grpo" => AdvantageConfig::Grpo(GrpoConfig::default()),
+            "rloo" => AdvantageConfig::Rloo(RlooConfig::default()),
+            "gigpo" => AdvantageConfig::Gigpo(GigpoConfig::default()),
+            _ => return None,
+        })
+    }
+
+    /// Builds the estimator.
+    pub fn build(&self) -> Box<dyn Advantage> {
+        match self {
+            AdvantageConfig::Grpo(c) => Box::new(Grpo::new(c.clone())),
+            AdvantageConfig::Rloo(c) => Box::new(Rloo { config: c.clone() }),
+            AdvantageConfig::Gigpo(c) => Box::new(Gigpo { config: c.clone() }),
+        }
+    }
+}
+
+/// An auxiliary objective and its settings, selected by `name`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "snake_case")]
+pub enum AuxConfig {
+    /// [`StatePrediction`].
+    StatePrediction(StatePredictionConfig),
+    /// [`InverseDynamics`].
+    InverseDynamics(InverseDynamicsConfig),
+    /// [`InSequenceStatePrediction`].
+    StatePredictionInSequence(InSequenceConfig),
+}
+
+impl AuxConfig {
+    /// The objective with default settings for a name (`state-prediction`,
+    /// `inverse-dynamics`, `state-prediction-in-sequence`; `_` works as well as `-`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name.replace('-', "_").as_str() {
+            "state_prediction" => AuxConfig::StatePrediction(Default::default()),
+            "inverse_dynamics" => AuxConfig::InverseDynamics(Default::default()),
+            "state_prediction_in_sequence" => {
+                AuxConfig::StatePredictionInSequence(Default::default())
+            }
+            _ => return None,
+        })
+    }
+
+    /// Builds the objective.
+    pub fn build(&self) -> Box<dyn AuxObjective> {
+        match self {
+            AuxConfig::StatePrediction(c) => Box::new(StatePrediction { config: c.clone() }),
+            AuxConfig::InverseDynamics(c) => Box::new(InverseDynamics { config: c.clone() }),
+            AuxConfig::StatePredictionInSequence(c) => {
+                Box::new(InSequenceStatePrediction { config: c.clone() })
+            }
+        }
+    }
+}
+
+/// The learning algorithm of a run: estimator, actor loss and auxiliary objectives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AlgorithmConfig {
+    /// The advantage estimator. Default GRPO.
+    pub advantage: AdvantageConfig,
+    /// The clipped actor loss.
+    pub loss: ClippedPgConfig,
+    /// Auxiliary objectives. Default none (plain RL).
+    pub aux: Vec<AuxConfig>,
+}
+
+/// The built parts of an [`AlgorithmConfig`], ready for [`envrl::TrainerParts`].
+pub struct AlgorithmParts {
+    /// The estimator.
+    pub advantage: Box<dyn Advantage>,
+    /// The actor loss.
+    pub loss: Box<dyn PolicyLoss>,
+    /// The auxiliary objectives.
+    pub aux: Vec<Box<dyn AuxObjective>>,
+}
+
+impl AlgorithmConfig {
+    /// Builds every part.
+    pub fn build(&self) -> AlgorithmParts {
+        AlgorithmParts {
+            advantage: self.advantage.build(),
+            loss: Box::new(ClippedPolicyGradient::new(self.loss.clone())),
+            aux: self.aux.iter().map(AuxConfig::build).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_select_estimators_and_objectives() {
+        for name in ["grpo", "rloo", "gigpo"] {
+            assert_eq!(
+                AdvantageConfig::from_name(name).unwrap().build().name(),
+                name
+            );
+        }
+        assert!(AdvantageConfig::from_name("ppo2").is_none());
+        let aux = AuxConfig::from_name("inverse-dynamics").unwrap().build();
+        assert_eq!(aux.name(), "inverse_dynamics");
+    }
+
+    #[test]
+    fn settings_inside_a_named_entry_are_read_and_unknown_ones_rejected() {
+        let config: AlgorithmConfig = serde_json::from_str(
+            r#"{"advantage": {"name": "gigpo", "omega": 0.5}, "aux": [{"name": "state_prediction", "schedule": {"kind": "constant", "start": 0.1}}]}"#,
+        )
+        .unwrap();
+        let AdvantageConfig::Gigpo(g) = &config.advantage else {
+            panic!("{config:?}")
+        };
+        assert_eq!(g.omega, 0.5);
+        assert_eq!(config.aux[0].build().schedule().value(9, 10), 0.1);
+        let err = serde_json::from_str::<AlgorithmConfig>(
+            r#"{"advantage": {"name": "grpo", "omgea": 1}}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("omgea"), "{err}");
+    }
+}
