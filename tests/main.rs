@@ -16,6 +16,9 @@ mod lm_policy;
 // Save → load → continue equals an uninterrupted run; bad checkpoints are clear errors.
 mod checkpoint_resume;
 
+// Losses against finite differences.
+mod gradient_checks;
+
 // EnvRL objectives: examples from trajectories, losses that fall when trained alone.
 mod aux_objectives;
 
