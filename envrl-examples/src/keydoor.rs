@@ -154,6 +154,19 @@ pub fn envrl_objectives() -> Vec<AuxConfig> {
 /// # Errors
 /// When the config is invalid.
 pub fn build(settings: &KeyDoorSettings, device: &Device) -> Result<KeyDoorRun> {
+    build_with(settings, device, Vec::new())
+}
+
+/// [`build`], with extra auxiliary objectives of the caller's own (a custom [`envrl::AuxObjective`]
+/// plugs in here without touching the library).
+///
+/// # Errors
+/// When the config is invalid.
+pub fn build_with(
+    settings: &KeyDoorSettings,
+    device: &Device,
+    extra_aux: Vec<Box<dyn envrl::AuxObjective>>,
+) -> Result<KeyDoorRun> {
     let seed = settings.trainer.seed;
     let corpus = KeyDoor::corpus();
     let tokenizer = Arc::new(WordTokenizer::from_corpus(
@@ -191,7 +204,7 @@ pub fn build(settings: &KeyDoorSettings, device: &Device) -> Result<KeyDoorRun> 
         parser: Box::new(KeyDoorProjection),
         advantage: algorithm.advantage,
         loss: algorithm.loss,
-        aux: algorithm.aux,
+        aux: algorithm.aux.into_iter().chain(extra_aux).collect(),
         make_env: Box::new(move || KeyDoor::new(rooms, max_steps)),
         train_tasks: (0..settings.train_tasks).collect(),
         eval_tasks: (EVAL_TASK_OFFSET..EVAL_TASK_OFFSET + 1000).collect(),
