@@ -16,12 +16,16 @@ use envrl::{
 };
 use envrl_algos::{
     ActionTarget, AlgorithmConfig, AuxConfig, CausalLm, ClippedPgConfig, InverseDynamicsConfig,
-    LmConfig, StatePredictionConfig, TransitionFilter, WordTokenizer,
+    LmConfig, StatePredictionConfig, TransitionFilter, WordTokenizer, inverse_dynamics_prompt,
+    state_prediction_prompt,
 };
 use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
 use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
+
+/// The environment's name in auxiliary prompts.
+const KEYDOOR_ENVIRONMENT: &str = "key-and-door";
 
 /// Evaluation tasks start here, far from the training ids (held-out seeds).
 pub const EVAL_TASK_OFFSET: u64 = 1_000_000;
@@ -130,7 +134,7 @@ pub fn random_policy_examples(
 /// EnvRL's state prediction and inverse dynamics, worded for the key-and-door world.
 pub fn envrl_objectives() -> Vec<AuxConfig> {
     let transitions = TransitionFilter {
-        environment: "key-and-door".into(),
+        environment: KEYDOOR_ENVIRONMENT.into(),
         noop_observations: Vec::new(),
         examples_per_iteration: 64,
         ..Default::default()
@@ -168,7 +172,16 @@ pub fn build_with(
     extra_aux: Vec<Box<dyn envrl::AuxObjective>>,
 ) -> Result<KeyDoorRun> {
     let seed = settings.trainer.seed;
-    let corpus = KeyDoor::corpus();
+    // The world's own texts plus the wording of the auxiliary prompts.
+    let mut corpus = KeyDoor::corpus();
+    corpus.push(state_prediction_prompt(KEYDOOR_ENVIRONMENT, "", "", ""));
+    corpus.push(inverse_dynamics_prompt(
+        KEYDOOR_ENVIRONMENT,
+        "",
+        "",
+        "",
+        None,
+    ));
     let tokenizer = Arc::new(WordTokenizer::from_corpus(
         corpus.iter().map(String::as_str),
     ));

@@ -89,11 +89,6 @@ impl AlfEngine {
         step
     }
 
-    /// Whether the goal holds in the current state.
-    pub fn step_result_won(&self) -> bool {
-        self.game.won(&self.state)
-    }
-
     /// The admissible commands of the current state.
     pub fn admissible_commands(&self) -> impl Iterator<Item = &str> {
         self.commands.iter().map(|(s, _)| s.as_str())

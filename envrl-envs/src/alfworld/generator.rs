@@ -440,10 +440,10 @@ impl GameGenerator {
             walkthrough: Vec::new(),
         };
         let mut game = Game::from_game_file(file, &path).ok()?;
-        let engine = AlfEngine::new(Arc::new(game.clone()), Wording::V212, u32::MAX);
-        if engine.step_result_won() {
+        if game.won(&game.initial) {
             return None;
         }
+        let engine = AlfEngine::new(Arc::new(game.clone()), Wording::V212, u32::MAX);
         let plan = engine.plan(DEFAULT_PLAN_BUDGET)?;
         if plan.is_empty() {
             return None;

@@ -53,10 +53,7 @@ impl KeyDoor {
             .collect();
         texts.push(
             "nothing happens . you see a key door carry nothing take key open door \
-             the is locked you win task : actions | action \
-             You are modelling analysing key-and-door environment. Task: Current observation: \
-             Action taken: Predict next observation returned by environment. Observation before: \
-             after: Which single caused this change?"
+             the is locked you win task : actions | action"
                 .into(),
         );
         texts
