@@ -1,4 +1,5 @@
 use burn::tensor::Device;
+use envrl_algos::AdvantageConfig;
 use envrl_examples::keydoor::{KeyDoorSettings, build};
 
 use crate::support::flat_params;
@@ -16,6 +17,19 @@ fn settings() -> KeyDoorSettings {
 
 #[test]
 fn save_load_continue_matches_an_uninterrupted_run() {
+    save_load_continue_matches(settings);
+}
+
+#[test]
+fn a_ppo_run_resumes_its_critic_too() {
+    save_load_continue_matches(|| {
+        let mut s = settings();
+        s.algorithm.advantage = AdvantageConfig::from_name("ppo").unwrap();
+        s
+    });
+}
+
+fn save_load_continue_matches(settings: fn() -> KeyDoorSettings) {
     let device = Device::flex();
     let mut straight = build(&settings(), &device).unwrap();
     for _ in 0..3 {

@@ -102,3 +102,19 @@ fn the_auxiliary_cross_entropy_gradient_matches_finite_differences() {
     };
     check(&ce, &[-0.5, -1.5, -3.0, -0.1, -2.2, -0.7], &[0.0; 6]);
 }
+
+#[test]
+fn the_clipped_value_loss_gradient_matches_finite_differences() {
+    // Values inside and outside the clip range of their old values, errors of both signs.
+    let value_loss = |v: Tensor<2>, _h: Tensor<2>, device: &Device| {
+        envrl_algos::clipped_value_loss(
+            v,
+            tensor(&[0.0, 0.3, -0.2, 1.0, 0.5, 0.1], device),
+            tensor(&[1.0, -0.5, 0.4, 0.2, 0.9, -1.0], device),
+            tensor(&MASK, device),
+            0.5,
+        )
+        .0
+    };
+    check(&value_loss, &[0.2, 0.95, 0.1, 0.3, 0.45, -0.7], &[0.0; 6]);
+}

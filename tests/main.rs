@@ -22,5 +22,11 @@ mod gradient_checks;
 // EnvRL objectives: examples from trajectories, losses that fall when trained alone.
 mod aux_objectives;
 
+// The SFT warm start: ALFWorld walkthroughs in the benchmark prompt format, behaviour cloning.
+mod demonstrations;
+
+// Non-finite rewards, empty trajectories, over-long examples, PPO's critic.
+mod robustness;
+
 // From-scratch tiny LM + GRPO learns the key-and-door world.
 mod training_smoke;

@@ -11,13 +11,13 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
-use envrl::{Advantage, AuxObjective, PolicyLoss};
+use envrl::{Advantage, AuxObjective, Critic, PolicyLoss};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    ClippedPgConfig, ClippedPolicyGradient, Gigpo, GigpoConfig, Grpo, GrpoConfig, InSequenceConfig,
-    InSequenceStatePrediction, InverseDynamics, InverseDynamicsConfig, Rloo, RlooConfig,
-    StatePrediction, StatePredictionConfig,
+    CausalLm, ClippedPgConfig, ClippedPolicyGradient, CriticConfig, Gae, GaeConfig, Gigpo,
+    GigpoConfig, Grpo, GrpoConfig, InSequenceConfig, InSequenceStatePrediction, InverseDynamics,
+    InverseDynamicsConfig, LmCritic, Rloo, RlooConfig, StatePrediction, StatePredictionConfig,
 };
 
 /// An advantage estimator and its settings, selected by `name`.
@@ -30,6 +30,18 @@ pub enum AdvantageConfig {
     Rloo(RlooConfig),
     /// [`Gigpo`].
     Gigpo(GigpoConfig),
+    /// PPO: [`Gae`] with an [`LmCritic`].
+    Ppo(PpoConfig),
+}
+
+/// PPO's settings: the GAE estimator and the critic.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PpoConfig {
+    /// γ, λ and the invalid-action penalty.
+    pub gae: GaeConfig,
+    /// The critic's optimizer and value clip.
+    pub critic: CriticConfig,
 }
 
 impl Default for AdvantageConfig {
@@ -39,12 +51,16 @@ impl Default for AdvantageConfig {
 }
 
 impl AdvantageConfig {
-    /// The estimator with default settings for a name (`grpo`, `rloo`, `gigpo`).
+    /// The names [`AdvantageConfig::from_name`] knows.
+    pub const NAMES: [&'static str; 4] = ["grpo", "ppo", "rloo", "gigpo"];
+
+    /// The estimator with default settings for a name (`grpo`, `ppo`, `rloo`, `gigpo`).
     pub fn from_name(name: &str) -> Option<Self> {
         Some(match name {
             "grpo" => AdvantageConfig::Grpo(GrpoConfig::default()),
             "rloo" => AdvantageConfig::Rloo(RlooConfig::default()),
             "gigpo" => AdvantageConfig::Gigpo(GigpoConfig::default()),
+            "ppo" => AdvantageConfig::Ppo(PpoConfig::default()),
             _ => return None,
         })
     }
@@ -55,6 +71,9 @@ impl AdvantageConfig {
             AdvantageConfig::Grpo(c) => Box::new(Grpo::new(c.clone())),
             AdvantageConfig::Rloo(c) => Box::new(Rloo { config: c.clone() }),
             AdvantageConfig::Gigpo(c) => Box::new(Gigpo { config: c.clone() }),
+            AdvantageConfig::Ppo(c) => Box::new(Gae {
+                config: c.gae.clone(),
+            }),
         }
     }
 }
@@ -128,6 +147,14 @@ impl AlgorithmConfig {
             aux: self.aux.iter().map(AuxConfig::build).collect(),
         }
     }
+
+    /// The critic the estimator needs (PPO), initialised from `policy`; `None` otherwise.
+    pub fn build_critic(&self, policy: &CausalLm) -> Option<Box<dyn Critic>> {
+        match &self.advantage {
+            AdvantageConfig::Ppo(c) => Some(Box::new(LmCritic::new(policy, c.critic.clone()))),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -136,7 +163,7 @@ mod tests {
 
     #[test]
     fn names_select_estimators_and_objectives() {
-        for name in ["grpo", "rloo", "gigpo"] {
+        for name in AdvantageConfig::NAMES {
             assert_eq!(
                 AdvantageConfig::from_name(name).unwrap().build().name(),
                 name

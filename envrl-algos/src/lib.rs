@@ -1,6 +1,7 @@
 //! # envrl-algos
 //!
-//! The algorithms of envrl: advantage estimators ([`Grpo`], [`Rloo`], [`Gigpo`]), the clipped actor loss
+//! The algorithms of envrl: advantage estimators ([`Grpo`], [`Rloo`], [`Gigpo`], PPO's [`Gae`]
+//! with its critic [`LmCritic`]), the clipped actor loss
 //! ([`ClippedPolicyGradient`]), EnvRL's auxiliary objectives ([`StatePrediction`],
 //! [`InverseDynamics`]), the causal-LM policy ([`CausalLm`], Qwen2 and Llama families,
 //! with a KV cache and batched sampling) and tokenizers ([`WordTokenizer`]).
@@ -26,6 +27,7 @@
 mod advantage;
 mod algorithm;
 mod aux;
+mod critic;
 mod error;
 mod lm;
 mod loss;
@@ -34,15 +36,16 @@ mod test_support;
 mod tokenizer;
 
 pub use advantage::{
-    Gigpo, GigpoConfig, GigpoNorm, Grpo, GrpoConfig, GrpoStats, Rloo, RlooConfig, group_mean_std,
-    row_scores,
+    Gae, GaeConfig, Gigpo, GigpoConfig, GigpoNorm, Grpo, GrpoConfig, GrpoStats, Rloo, RlooConfig,
+    gae_row, group_mean_std, row_scores, whiten,
 };
-pub use algorithm::{AdvantageConfig, AlgorithmConfig, AlgorithmParts, AuxConfig};
+pub use algorithm::{AdvantageConfig, AlgorithmConfig, AlgorithmParts, AuxConfig, PpoConfig};
 pub use aux::{
     ActionTarget, AuxSource, InSequenceConfig, InSequenceStatePrediction, InverseDynamics,
     InverseDynamicsConfig, StatePrediction, StatePredictionConfig, Transition, TransitionFilter,
     inverse_dynamics_prompt, state_prediction_prompt,
 };
+pub use critic::{CriticConfig, LmCritic, ValueModel, clipped_value_loss};
 pub use error::{Error, Result};
 pub use lm::{
     Attention, CausalLm, DecoderLayer, KvCache, LmConfig, Mlp, Qwen2Model, RmsNorm, TokenBatch,

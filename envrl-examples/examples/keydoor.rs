@@ -1,14 +1,15 @@
-//! Trains a from-scratch tiny LM with GRPO on the key-and-door world and prints the success
-//! rate on held-out tasks before and after.
+//! Trains a from-scratch tiny LM with GRPO (or another estimator) on the key-and-door world and
+//! prints the success rate on held-out tasks before and after.
 //!
 //! ```text
-//! cargo run --release -p envrl-examples --example keydoor -- [seed] [iterations] [learning-rate] [groups]
+//! cargo run --release -p envrl-examples --example keydoor -- [seed] [iterations] [learning-rate] [groups] [grpo|ppo|rloo|gigpo]
 //! ```
 
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use burn::tensor::Device;
+use envrl_algos::AdvantageConfig;
 use envrl_envs::keydoor::KeyDoor;
 use envrl_examples::keydoor::{KeyDoorSettings, build, run_dir_name};
 use envrl_examples::progress::RunProgress;
@@ -31,7 +32,18 @@ fn main() -> Result<()> {
     if let Some(groups) = args.next() {
         settings.trainer.groups = groups.parse().context("groups")?;
     }
-    let dir = std::path::Path::new("runs").join(run_dir_name(&KeyDoor::default(), "grpo", seed));
+    let algo = args.next().unwrap_or_else(|| "grpo".into());
+    settings.algorithm.advantage = AdvantageConfig::from_name(&algo).with_context(|| {
+        format!(
+            "unknown algorithm `{algo}`; expected one of {}",
+            AdvantageConfig::NAMES.join(", ")
+        )
+    })?;
+    if let AdvantageConfig::Ppo(ppo) = &mut settings.algorithm.advantage {
+        // The tiny model trains at a high learning rate; the critic keeps pace with it.
+        ppo.critic.learning_rate = 3.0 * settings.trainer.learning_rate;
+    }
+    let dir = std::path::Path::new("runs").join(run_dir_name(&KeyDoor::default(), &algo, seed));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(
         dir.join("config.json"),
@@ -59,10 +71,11 @@ fn main() -> Result<()> {
     println!("held-out success after RL:  {after:.3}  ({episodes} episodes)");
     for m in &progress.history {
         println!(
-            "iter {:>3}  train success {:.3}  invalid {:.3}  tokens/s {:>7.0}",
+            "iter {:>3}  train success {:.3}  invalid {:.3}  value loss {:.4}  tokens/s {:>7.0}",
             m.iteration,
             m.get("episode/success").unwrap_or(0.0),
             m.get("policy/invalid_action_rate").unwrap_or(0.0),
+            m.get("loss/value").unwrap_or(f64::NAN),
             m.get("perf/tokens_per_s").unwrap_or(0.0)
         );
     }

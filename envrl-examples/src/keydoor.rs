@@ -71,7 +71,7 @@ impl KeyDoorSettings {
             eval_every: 10,
             eval_episodes: 64,
             checkpoint_every: 0,
-            keep_checkpoints: 2,
+            ..Default::default()
         };
         Self {
             trainer,
@@ -211,12 +211,14 @@ pub fn build_with(
     let rooms = settings.rooms;
     let max_steps = settings.trainer.max_steps;
     let algorithm = settings.algorithm.build();
+    let critic = settings.algorithm.build_critic(&model);
     let parts = TrainerParts {
         tokenizer: tokenizer.clone(),
         prompt: Box::new(KeyDoorPrompt),
         parser: Box::new(KeyDoorProjection),
         advantage: algorithm.advantage,
         loss: algorithm.loss,
+        critic,
         aux: algorithm.aux.into_iter().chain(extra_aux).collect(),
         make_env: Box::new(move || KeyDoor::new(rooms, max_steps)),
         train_tasks: (0..settings.train_tasks).collect(),

@@ -4,7 +4,7 @@
 //! dynamics, after *EnvRL* (arXiv:2606.17680).
 //!
 //! This core crate defines the four traits everything composes through —
-//! [`Environment`], [`Policy`], [`Advantage`] and [`AuxObjective`] — the [`Trajectory`] types
+//! [`Environment`], [`Policy`], [`Advantage`] and [`AuxObjective`] (plus [`Critic`] for PPO) — the [`Trajectory`] types
 //! that separate acting from learning, the lock-step [`RolloutEngine`] (one batched policy call
 //! per turn) and the [`Trainer`] (rollout → advantages → losses → AdamW → metrics →
 //! checkpoint). Implementations live in `envrl-algos` (GRPO, the causal-LM policy, …) and
@@ -32,6 +32,8 @@
 mod advantage;
 #[cfg(feature = "burn")]
 mod aux;
+#[cfg(feature = "burn")]
+mod critic;
 mod env;
 mod error;
 mod policy;
@@ -39,15 +41,19 @@ mod rollout;
 mod trainer;
 mod trajectory;
 
-pub use advantage::Advantage;
+pub use advantage::{Advantage, TokenAdvantages};
 #[cfg(feature = "burn")]
 pub use aux::{AuxExample, AuxObjective, token_mean_cross_entropy};
+#[cfg(feature = "burn")]
+pub use critic::Critic;
 pub use env::{Environment, Observation, StepOutcome};
 pub use error::{Error, Result};
 pub use policy::{Generation, SamplingParams, ScoreRow, Tokenizer};
 #[cfg(feature = "burn")]
 pub use policy::{Policy, TokenScores};
-pub use rollout::{ActionParser, HistoryEntry, ParsedAction, PromptBuilder};
+pub use rollout::{
+    ActionParser, Demonstration, HistoryEntry, ParsedAction, PromptBuilder, record_demonstration,
+};
 #[cfg(feature = "burn")]
 pub use rollout::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots};
 #[cfg(feature = "burn")]

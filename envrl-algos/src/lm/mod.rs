@@ -3,7 +3,7 @@
 
 mod config;
 mod generate;
-mod init;
+pub(crate) mod init;
 mod kv_cache;
 mod mask;
 mod policy;

@@ -25,6 +25,44 @@ impl Policy for CausalLm {
     /// # Panics
     /// Panics if a row has an empty context: the first target token needs a position before it.
     fn score(&self, rows: &[ScoreRow], with_entropy: bool) -> TokenScores {
+        let targeted = self.target_hidden(rows);
+        let [n, width, _] = targeted.hidden.dims();
+        let device = self.device();
+        let logp_all = log_softmax(self.logits(targeted.hidden), 2);
+        let targets =
+            Tensor::<3, Int>::from_data(TensorData::new(targeted.targets, [n, width, 1]), &device);
+        let logprobs = logp_all.clone().gather(2, targets).reshape([n, width]);
+        let entropy = with_entropy.then(|| {
+            (logp_all.clone().exp() * logp_all)
+                .sum_dim(2)
+                .neg()
+                .reshape([n, width])
+        });
+        TokenScores {
+            logprobs,
+            entropy,
+            mask: targeted.mask,
+        }
+    }
+}
+
+/// Hidden states at the positions that predict each target token.
+pub(crate) struct TargetHidden {
+    /// `[rows, max_target, d_model]`.
+    pub hidden: Tensor<3>,
+    /// The target ids, row-major `[rows, max_target]`, 0 at padding.
+    pub targets: Vec<i64>,
+    /// 1 for real target tokens, 0 for padding, `[rows, max_target]`.
+    pub mask: Tensor<2>,
+}
+
+impl CausalLm {
+    /// The final hidden state at each position that predicts a target token (the position
+    /// before it), for right-padded rows of context + target.
+    ///
+    /// # Panics
+    /// Panics if a row has an empty context: the first target token needs a position before it.
+    pub(crate) fn target_hidden(&self, rows: &[ScoreRow]) -> TargetHidden {
         let device = self.device();
         let n = rows.len();
         let len = rows
@@ -78,21 +116,10 @@ impl Policy for CausalLm {
         // Keep only the positions that predict a target token before the output layer.
         let index = Tensor::<3, Int>::from_data(TensorData::new(gather, [n, width, 1]), &device)
             .expand([n, width, d_model]);
-        let hidden = hidden.gather(1, index);
-        let logp_all = log_softmax(self.logits(hidden), 2);
-        let targets = Tensor::<3, Int>::from_data(TensorData::new(targets, [n, width, 1]), &device);
-        let logprobs = logp_all.clone().gather(2, targets).reshape([n, width]);
-        let entropy = with_entropy.then(|| {
-            (logp_all.clone().exp() * logp_all)
-                .sum_dim(2)
-                .neg()
-                .reshape([n, width])
-        });
-        let mask = Tensor::<2>::from_data(TensorData::new(mask, [n, width]), &device);
-        TokenScores {
-            logprobs,
-            entropy,
-            mask,
+        TargetHidden {
+            hidden: hidden.gather(1, index),
+            targets,
+            mask: Tensor::<2>::from_data(TensorData::new(mask, [n, width]), &device),
         }
     }
 }

@@ -10,6 +10,7 @@
 
 mod command;
 mod dataset;
+mod demonstrations;
 mod engine;
 mod expert;
 mod game;
@@ -27,6 +28,7 @@ mod task_type;
 mod text;
 pub use command::Command;
 pub use dataset::*;
+pub use demonstrations::*;
 pub use engine::*;
 pub use expert::DEFAULT_PLAN_BUDGET;
 pub use game::*;

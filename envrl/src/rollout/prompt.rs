@@ -1,7 +1,7 @@
 use crate::env::Observation;
 
 /// One remembered step: the observation that preceded an action, and the action.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HistoryEntry {
     /// The raw observation before the action.
     pub observation: String,

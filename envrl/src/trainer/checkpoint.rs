@@ -6,6 +6,7 @@ use burn::store::ModuleRecord;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::critic::Critic;
 use crate::error::{Error, Result};
 
 /// The version of the checkpoint layout written by this crate.
@@ -38,7 +39,8 @@ pub fn checkpoint_name(iteration: usize) -> String {
 }
 
 /// Writes a checkpoint directory atomically: everything goes to `<name>.tmp`, which is then
-/// renamed, so a crash leaves either the whole checkpoint or none.
+/// renamed, so a crash leaves either the whole checkpoint or none. A critic, if given, saves its
+/// own files into the same directory.
 ///
 /// # Errors
 /// [`Error::Io`] or [`Error::Checkpoint`] when a file cannot be written.
@@ -48,6 +50,7 @@ pub fn save_checkpoint<M: Module>(
     model: &M,
     reference: Option<&M>,
     optimizer: &ModuleOptimizer,
+    critic: Option<&dyn Critic>,
 ) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let name = checkpoint_name(state.iteration);
@@ -78,6 +81,9 @@ pub fn save_checkpoint<M: Module>(
     optimizer
         .save(&optim_path)
         .map_err(|e| record_err(optim_path, e))?;
+    if let Some(critic) = critic {
+        critic.save(&tmp)?;
+    }
     let state_path = tmp.join(STATE_FILE);
     let json = serde_json::to_vec_pretty(state).map_err(|e| Error::Checkpoint {
         path: state_path.clone(),

@@ -58,6 +58,10 @@ pub struct TrainerConfig {
     pub checkpoint_every: usize,
     /// How many checkpoints to keep. Default 2.
     pub keep_checkpoints: usize,
+    /// Auxiliary examples longer than this many tokens (context + target) are dropped and
+    /// counted in `aux/dropped/<name>`, so no objective can exceed the model's context. Default
+    /// 8192.
+    pub max_aux_tokens: usize,
 }
 
 impl Default for TrainerConfig {
@@ -81,6 +85,7 @@ impl Default for TrainerConfig {
             eval_episodes: 128,
             checkpoint_every: 0,
             keep_checkpoints: 2,
+            max_aux_tokens: 8192,
         }
     }
 }
@@ -125,7 +130,7 @@ impl TrainerConfig {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] when a count that must be positive is 0
-    /// (`iterations`, `groups`, `group_size`, `max_steps`, `mini_batch_rows`,
+    /// (`iterations`, `groups`, `group_size`, `max_steps`, `mini_batch_rows`, `max_aux_tokens`,
     /// `sampling.max_new_tokens`), when the learning rate is not positive and finite, when weight
     /// decay or the gradient clip is negative, or when a temperature or top-p is out of range.
     pub fn validate(&self) -> Result<()> {
@@ -135,6 +140,7 @@ impl TrainerConfig {
             ("group_size", self.group_size),
             ("max_steps", self.max_steps),
             ("mini_batch_rows", self.mini_batch_rows),
+            ("max_aux_tokens", self.max_aux_tokens),
             ("sampling.max_new_tokens", self.sampling.max_new_tokens),
             (
                 "eval_sampling.max_new_tokens",

@@ -7,8 +7,9 @@ use burn::tensor::{Device, Tensor, TensorData};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::advantage::Advantage;
+use crate::advantage::{Advantage, TokenAdvantages};
 use crate::aux::{AuxExample, AuxObjective};
+use crate::critic::Critic;
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::policy::{Policy, SamplingParams, ScoreRow, Tokenizer};
@@ -34,6 +35,8 @@ pub struct TrainerParts<E> {
     pub advantage: Box<dyn Advantage>,
     /// The actor loss (clipped surrogate, KL, entropy).
     pub loss: Box<dyn PolicyLoss>,
+    /// The value function, for estimators that [need one](Advantage::needs_values) (PPO).
+    pub critic: Option<Box<dyn Critic>>,
     /// Auxiliary objectives (state prediction, inverse dynamics, yours).
     pub aux: Vec<Box<dyn AuxObjective>>,
     /// Makes one environment; called once per parallel rollout slot.
@@ -89,7 +92,8 @@ where
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] when the config is invalid, when there are fewer training tasks
-    /// than `groups`, or when there are no evaluation tasks but evaluation is on.
+    /// than `groups`, when there are no evaluation tasks but evaluation is on, or when the
+    /// advantage estimator needs a critic and none is given.
     pub fn new(config: TrainerConfig, policy: P, parts: TrainerParts<E>) -> Result<Self> {
         config.validate()?;
         config.validate_against_tasks(parts.train_tasks.len())?;
@@ -97,6 +101,15 @@ where
             return Err(Error::config(
                 "eval_every",
                 "evaluation is on but there are no eval tasks",
+            ));
+        }
+        if parts.advantage.needs_values() && parts.critic.is_none() {
+            return Err(Error::config(
+                "critic",
+                format!(
+                    "the `{}` estimator needs a critic (TrainerParts::critic)",
+                    parts.advantage.name()
+                ),
             ));
         }
         let device = policy
@@ -231,17 +244,67 @@ where
         self.rng = rng;
         let rollout_secs = start.elapsed().as_secs_f64();
 
-        let advantages = self.parts.advantage.compute(&batch);
+        let rows: Vec<ScoreRow> = batch
+            .rows()
+            .map(|r| ScoreRow {
+                context: r.step.prompt_ids.clone(),
+                target: r.step.response_ids.clone(),
+            })
+            .collect();
+        let values = self.critic_values(&rows);
+        let mut advantages = self
+            .parts
+            .advantage
+            .compute_tokens(&batch, values.as_deref());
+        let nonfinite_rows = zero_nonfinite_rows(&mut advantages, values.as_deref());
+        if nonfinite_rows > 0 {
+            log::warn!(
+                "{nonfinite_rows} rows with non-finite advantages (rewards?) at iteration {}; \
+                 their advantages were set to 0",
+                self.iteration
+            );
+        }
+        let mut dropped = Vec::with_capacity(self.parts.aux.len());
         let aux_examples: Vec<Vec<AuxExample>> = self
             .parts
             .aux
             .iter()
-            .map(|aux| aux.examples(&batch, self.parts.tokenizer.as_ref(), &mut self.rng))
+            .map(|aux| {
+                let mut examples =
+                    aux.examples(&batch, self.parts.tokenizer.as_ref(), &mut self.rng);
+                let before = examples.len();
+                examples.retain(|e| {
+                    let len = e.row.context.len() + e.row.target.len();
+                    !e.row.context.is_empty()
+                        && !e.row.target.is_empty()
+                        && len <= self.config.max_aux_tokens
+                });
+                dropped.push(before - examples.len());
+                examples
+            })
             .collect();
 
         let update_start = Instant::now();
-        let mut update = self.update(&batch, &advantages, &aux_examples);
+        let old_logprobs: Vec<&[f32]> = batch
+            .rows()
+            .map(|r| r.step.old_logprobs.as_slice())
+            .collect();
+        let mut update = self.update(
+            &rows,
+            &old_logprobs,
+            &advantages,
+            values.as_deref(),
+            &aux_examples,
+        );
         let update_secs = update_start.elapsed().as_secs_f64();
+        update
+            .values
+            .push(("advantage/nonfinite_rows".into(), nonfinite_rows as f64));
+        for (aux, dropped) in self.parts.aux.iter().zip(dropped) {
+            update
+                .values
+                .push((format!("aux/dropped/{}", aux.name()), dropped as f64));
+        }
 
         self.env_steps += stats.env_steps;
         let mut metrics = IterationMetrics {
@@ -287,22 +350,27 @@ where
         metrics
     }
 
+    /// The critic's values of every row, in mini-batch chunks, when the estimator needs them.
+    fn critic_values(&self, rows: &[ScoreRow]) -> Option<Vec<Vec<f32>>> {
+        if !self.parts.advantage.needs_values() {
+            return None;
+        }
+        let critic = self.parts.critic.as_ref()?;
+        Some(
+            rows.chunks(self.config.mini_batch_rows)
+                .flat_map(|chunk| critic.values(chunk))
+                .collect(),
+        )
+    }
+
     fn update(
         &mut self,
-        batch: &RolloutBatch,
-        advantages: &[f32],
+        rows: &[ScoreRow],
+        old_logprobs: &[&[f32]],
+        advantages: &TokenAdvantages,
+        values: Option<&[Vec<f32>]>,
         aux_examples: &[Vec<AuxExample>],
     ) -> UpdateSummary {
-        let rows: Vec<(ScoreRow, &[f32])> = batch
-            .rows()
-            .map(|r| {
-                let row = ScoreRow {
-                    context: r.step.prompt_ids.clone(),
-                    target: r.step.response_ids.clone(),
-                };
-                (row, r.step.old_logprobs.as_slice())
-            })
-            .collect();
         let mini = self.config.mini_batch_rows;
         let n_minibatches = rows.len().div_ceil(mini).max(1);
         let lambdas: Vec<f64> = self
@@ -322,23 +390,41 @@ where
         };
 
         for (m, chunk_start) in (0..rows.len()).step_by(mini).enumerate() {
-            let chunk = &rows[chunk_start..(chunk_start + mini).min(rows.len())];
-            let score_rows: Vec<ScoreRow> = chunk.iter().map(|(r, _)| r.clone()).collect();
+            let range = chunk_start..(chunk_start + mini).min(rows.len());
+            let score_rows = &rows[range.clone()];
             summary.tokens += score_rows
                 .iter()
                 .map(|r| r.context.len() + r.target.len())
                 .sum::<usize>();
+            if let (Some(critic), Some(values), Some(returns)) = (
+                self.parts.critic.as_mut(),
+                values,
+                advantages.returns.as_ref(),
+            ) {
+                for (name, value) in
+                    critic.update(score_rows, &values[range.clone()], &returns[range.clone()])
+                {
+                    add(&mut sums, &name, value);
+                }
+            }
             let scores = self
                 .policy
-                .score(&score_rows, self.parts.loss.needs_entropy());
+                .score(score_rows, self.parts.loss.needs_entropy());
             let [n, width] = scores.mask.dims();
-            let old = padded(chunk.iter().map(|(_, lp)| *lp), n, width, &self.device);
+            let old = padded(
+                old_logprobs[range.clone()].iter().copied(),
+                n,
+                width,
+                &self.device,
+            );
             let ref_logprobs = self.reference.as_ref().map(|reference| {
-                let data = reference.score(&score_rows, false).logprobs.into_data();
+                let data = reference.score(score_rows, false).logprobs.into_data();
                 Tensor::<2>::from_data(data, &self.device)
             });
-            let adv = Tensor::<2>::from_data(
-                TensorData::new(advantages[chunk_start..chunk_start + n].to_vec(), [n, 1]),
+            let adv = padded(
+                advantages.advantages[range].iter().map(Vec::as_slice),
+                n,
+                width,
                 &self.device,
             );
             let output = self.parts.loss.loss(PolicyLossInput {
@@ -372,11 +458,16 @@ where
                 );
                 total = total + aux_loss.mul_scalar(lambda);
             }
-            add(
-                &mut sums,
-                "loss/total",
-                total.clone().into_scalar::<f32>() as f64,
-            );
+            let total_value = total.clone().into_scalar::<f32>();
+            if !total_value.is_finite() {
+                log::warn!(
+                    "non-finite loss at iteration {}; step skipped",
+                    self.iteration
+                );
+                summary.skipped += 1;
+                continue;
+            }
+            add(&mut sums, "loss/total", total_value as f64);
 
             let mut grads = GradientsParams::from_grads(total.backward(), &self.policy);
             match clip_global_grad_norm(&self.policy, &mut grads, self.config.max_grad_norm) {
@@ -436,6 +527,7 @@ where
             &self.policy,
             self.reference.as_ref(),
             &self.optimizer,
+            self.parts.critic.as_deref(),
         )?;
         prune_checkpoints(dir, self.config.keep_checkpoints)?;
         Ok(Some(path))
@@ -460,6 +552,9 @@ where
                 }
             });
         }
+        if let Some(critic) = self.parts.critic.as_mut() {
+            critic.load(path)?;
+        }
         self.optimizer = loaded.optimizer;
         self.rng = loaded.state.rng;
         self.iteration = loaded.state.iteration;
@@ -480,6 +575,29 @@ fn even_share(len: usize, parts: usize, m: usize) -> std::ops::Range<usize> {
     let start = len * m / parts;
     let end = len * (m + 1) / parts;
     start..end
+}
+
+/// Sets the advantages of rows with any non-finite advantage (or value) to 0 and their value
+/// targets to the critic's own values, so they contribute nothing; returns how many there were.
+fn zero_nonfinite_rows(advantages: &mut TokenAdvantages, values: Option<&[Vec<f32>]>) -> usize {
+    let mut count = 0;
+    for (i, row) in advantages.advantages.iter_mut().enumerate() {
+        let value_row = values.and_then(|v| v.get(i));
+        let returns_row = advantages.returns.as_ref().and_then(|r| r.get(i));
+        let finite = |x: Option<&Vec<f32>>| x.is_none_or(|v| v.iter().all(|x| x.is_finite()));
+        if row.iter().all(|a| a.is_finite()) && finite(value_row) && finite(returns_row) {
+            continue;
+        }
+        count += 1;
+        row.iter_mut().for_each(|a| *a = 0.0);
+        if let Some(returns) = advantages.returns.as_mut().and_then(|r| r.get_mut(i)) {
+            match value_row.filter(|v| v.iter().all(|x| x.is_finite())) {
+                Some(v) => returns.clone_from(v),
+                None => returns.iter_mut().for_each(|g| *g = 0.0),
+            }
+        }
+    }
+    count
 }
 
 /// Pads per-row values with zeros into a `[rows, width]` tensor.

@@ -1,0 +1,228 @@
+//! The critic of PPO: a [`ValueModel`] with its own AdamW, trained on the clipped value loss
+//!
+//! ```text
+//! L_V = token-mean( max( (V − G)², (clip(V, V_old − c, V_old + c) − G)² ) )      c = 0.5
+//! ```
+//!
+//! (no ½ factor; ENVRL.md §3.5).
+
+use std::path::Path;
+
+use burn::module::Module;
+use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
+use burn::store::ModuleRecord;
+use burn::tensor::{Device, Tensor, TensorData};
+use envrl::{Critic, ScoreRow, clip_global_grad_norm};
+use serde::{Deserialize, Serialize};
+
+use crate::critic::ValueModel;
+use crate::lm::CausalLm;
+use crate::loss::token_mean;
+
+const CRITIC_FILE: &str = "critic.bpk";
+const CRITIC_OPTIMIZER_FILE: &str = "critic-optimizer.bpk";
+
+/// Critic hyper-parameters (ENVRL.md §5: lr 1e-5, clip 0.5, grad clip 1.0).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CriticConfig {
+    /// AdamW learning rate. Default 1e-5.
+    pub learning_rate: f64,
+    /// AdamW weight decay. Default 0.01.
+    pub weight_decay: f64,
+    /// Value clip range c around the old values. Default 0.5.
+    pub value_clip: f32,
+    /// Global gradient-norm clip. Default 1.0.
+    pub max_grad_norm: f64,
+}
+
+impl Default for CriticConfig {
+    fn default() -> Self {
+        Self {
+            learning_rate: 1e-5,
+            weight_decay: 0.01,
+            value_clip: 0.5,
+            max_grad_norm: 1.0,
+        }
+    }
+}
+
+/// A [`ValueModel`] and its optimizer: the [`Critic`] the trainer updates next to the policy.
+pub struct LmCritic {
+    model: ValueModel,
+    optimizer: ModuleOptimizer,
+    config: CriticConfig,
+    device: Device,
+}
+
+impl std::fmt::Debug for LmCritic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LmCritic")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LmCritic {
+    /// A critic initialised from `policy` (which lives on an autodiff device, like the
+    /// trainer's).
+    pub fn new(policy: &CausalLm, config: CriticConfig) -> Self {
+        let optimizer = AdamWConfig::new()
+            .with_weight_decay(config.weight_decay as f32)
+            .with_epsilon(1e-8)
+            .init();
+        Self {
+            model: ValueModel::from_policy(policy),
+            optimizer,
+            device: policy.device(),
+            config,
+        }
+    }
+
+    /// The value model.
+    pub fn model(&self) -> &ValueModel {
+        &self.model
+    }
+
+    fn padded(&self, rows: &[Vec<f32>], n: usize, width: usize) -> Tensor<2> {
+        let mut data = vec![0.0f32; n * width];
+        for (i, row) in rows.iter().enumerate() {
+            let k = row.len().min(width);
+            data[i * width..i * width + k].copy_from_slice(&row[..k]);
+        }
+        Tensor::from_data(TensorData::new(data, [n, width]), &self.device)
+    }
+}
+
+/// The clipped value loss and the fraction of tokens where the clipped term was larger.
+pub fn clipped_value_loss(
+    values: Tensor<2>,
+    old_values: Tensor<2>,
+    returns: Tensor<2>,
+    mask: Tensor<2>,
+    clip: f32,
+) -> (Tensor<1>, Tensor<1>) {
+    let clipped = (values.clone() - old_values.clone()).clamp(-clip, clip) + old_values;
+    let unclipped_loss = (values - returns.clone()).square();
+    let clipped_loss = (clipped - returns).square();
+    let frac = clipped_loss.clone().greater(unclipped_loss.clone()).float();
+    let loss = token_mean(unclipped_loss.max_pair(clipped_loss), mask.clone());
+    (loss, token_mean(frac, mask))
+}
+
+impl Critic for LmCritic {
+    fn values(&self, rows: &[ScoreRow]) -> Vec<Vec<f32>> {
+        if rows.is_empty() {
+            return Vec::new();
+        }
+        let (values, _) = self.model.valid().values(rows);
+        let width = values.dims()[1];
+        let flat: Vec<f32> = values.into_data().try_into_vec().unwrap_or_default();
+        rows.iter()
+            .enumerate()
+            .map(|(i, r)| flat[i * width..i * width + r.target.len()].to_vec())
+            .collect()
+    }
+
+    fn update(
+        &mut self,
+        rows: &[ScoreRow],
+        old_values: &[Vec<f32>],
+        returns: &[Vec<f32>],
+    ) -> Vec<(String, f64)> {
+        if rows.is_empty() {
+            return Vec::new();
+        }
+        let (values, mask) = self.model.values(rows);
+        let [n, width] = values.dims();
+        let old = self.padded(old_values, n, width);
+        let targets = self.padded(returns, n, width);
+        let mean_value = token_mean(values.clone().detach(), mask.clone()).into_scalar::<f32>();
+        let (loss, clip_frac) =
+            clipped_value_loss(values, old, targets, mask, self.config.value_clip);
+        let loss_value = loss.clone().into_scalar::<f32>();
+        let mut stats = vec![
+            ("loss/value".to_string(), loss_value as f64),
+            ("value/mean".to_string(), mean_value as f64),
+            (
+                "value/clip_frac".to_string(),
+                clip_frac.into_scalar::<f32>() as f64,
+            ),
+        ];
+        let mut skipped = 1.0;
+        if loss_value.is_finite() {
+            let mut grads = GradientsParams::from_grads(loss.backward(), &self.model);
+            if let Some(norm) =
+                clip_global_grad_norm(&self.model, &mut grads, self.config.max_grad_norm)
+            {
+                stats.push(("optim/critic_grad_norm".into(), norm));
+                self.model =
+                    self.optimizer
+                        .step(self.config.learning_rate, self.model.clone(), grads);
+                skipped = 0.0;
+            }
+        }
+        stats.push(("optim/critic_skipped_steps".into(), skipped));
+        stats
+    }
+
+    fn save(&self, dir: &Path) -> envrl::Result<()> {
+        let fail = |file: &str, e: burn::store::RecordError| envrl::Error::Checkpoint {
+            path: dir.join(file),
+            reason: e.to_string(),
+        };
+        self.model
+            .clone()
+            .save_file(dir.join(CRITIC_FILE))
+            .map_err(|e| fail(CRITIC_FILE, e))?;
+        self.optimizer
+            .save(dir.join(CRITIC_OPTIMIZER_FILE))
+            .map_err(|e| fail(CRITIC_OPTIMIZER_FILE, e))
+    }
+
+    fn load(&mut self, dir: &Path) -> envrl::Result<()> {
+        let fail = |file: &str, reason: String| envrl::Error::Checkpoint {
+            path: dir.join(file),
+            reason,
+        };
+        let record = ModuleRecord::load(dir.join(CRITIC_FILE))
+            .map_err(|e| fail(CRITIC_FILE, e.to_string()))?;
+        self.model = self
+            .model
+            .clone()
+            .try_load_record(record)
+            .map_err(|e| fail(CRITIC_FILE, e.to_string()))?;
+        let optimizer = AdamWConfig::new()
+            .with_weight_decay(self.config.weight_decay as f32)
+            .with_epsilon(1e-8)
+            .init();
+        self.optimizer = optimizer
+            .load(dir.join(CRITIC_OPTIMIZER_FILE))
+            .map_err(|e| fail(CRITIC_OPTIMIZER_FILE, e.to_string()))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t2(values: &[f32], n: usize, w: usize) -> Tensor<2> {
+        Tensor::from_data(TensorData::new(values.to_vec(), [n, w]), &Device::flex())
+    }
+
+    #[test]
+    fn value_loss_takes_the_larger_of_clipped_and_unclipped_errors() {
+        // Token 0: V 2.0, V_old 0.0 → clipped 0.5; G 1.0 → (1)² vs (−0.5)² → 1.0, not clipped.
+        // Token 1: V 0.0, V_old 1.0 → clipped 0.5; G −1.0 → (1)² vs (1.5)² → 2.25, clipped.
+        let (loss, frac) = clipped_value_loss(
+            t2(&[2.0, 0.0], 1, 2),
+            t2(&[0.0, 1.0], 1, 2),
+            t2(&[1.0, -1.0], 1, 2),
+            t2(&[1.0, 1.0], 1, 2),
+            0.5,
+        );
+        assert!((loss.into_scalar::<f32>() - 1.625).abs() < 1e-6);
+        assert!((frac.into_scalar::<f32>() - 0.5).abs() < 1e-6);
+    }
+}

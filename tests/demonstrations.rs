@@ -1,0 +1,80 @@
+//! The SFT warm start: ALFWorld expert walkthroughs recorded in the verl-agent prompt format,
+//! and behaviour cloning on them.
+
+use std::sync::Arc;
+
+use burn::tensor::Device;
+use envrl::{ActionParser, BehaviourCloning, Environment, PromptBuilder, ScoreRow, Tokenizer};
+use envrl_algos::{LmConfig, WordTokenizer};
+use envrl_envs::alfworld::{
+    AlfWorld, AlfworldProjection, AlfworldPrompt, GameGenerator, expert_response,
+    walkthrough_demonstrations,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// A word tokenizer that knows every word of the games' prompts and expert responses.
+fn tokenizer_for(games: &[Arc<envrl_envs::alfworld::Game>]) -> WordTokenizer {
+    let prompt = AlfworldPrompt::default();
+    let mut corpus = Vec::new();
+    for (i, game) in games.iter().enumerate() {
+        let mut env = AlfWorld::new(Arc::new(games.to_vec()));
+        let obs = env.reset(i as u64);
+        corpus.push(prompt.build(&obs, &[], 0));
+        corpus.push(prompt.build(&obs, &[Default::default()], 1));
+        for action in &game.walkthrough {
+            corpus.push(expert_response(&obs, action));
+            corpus.push(env.step(action).observation.text);
+        }
+    }
+    WordTokenizer::from_corpus(corpus.iter().map(String::as_str))
+}
+
+#[test]
+fn walkthroughs_become_valid_prompt_response_rows_that_win() {
+    let games = Arc::new(GameGenerator::new(7).generate_many(12));
+    let tokenizer = tokenizer_for(&games);
+    let prompt = AlfworldPrompt::default();
+    let demos = walkthrough_demonstrations(&games, 0..12, &prompt, &tokenizer);
+    assert_eq!(demos.len(), 12);
+    for (demo, game) in demos.iter().zip(games.iter()) {
+        assert!(demo.won, "the walkthrough of {:?} must win", game.task_type);
+        assert_eq!(demo.rows.len(), game.walkthrough.len());
+        for (row, action) in demo.rows.iter().zip(&game.walkthrough) {
+            // The target is the expert response followed by EOS, and it projects to the action.
+            assert_eq!(row.target.last(), Some(&tokenizer.eos_id()));
+            let text = tokenizer.decode(&row.target);
+            let parsed = AlfworldProjection.parse(&text, &[]);
+            assert!(parsed.valid, "{text}");
+            assert_eq!(&parsed.action, action);
+        }
+    }
+    // The first prompt is exactly what the rollout engine builds at step 0.
+    let mut env = AlfWorld::new(games.clone());
+    let first = prompt.build(&env.reset(0), &[], 0);
+    assert_eq!(demos[0].rows[0].context, tokenizer.encode_prompt(&first));
+}
+
+#[test]
+fn behaviour_cloning_on_walkthroughs_lowers_the_loss() {
+    let games = Arc::new(GameGenerator::new(3).generate_many(6));
+    let tokenizer = tokenizer_for(&games);
+    let rows: Vec<ScoreRow> =
+        walkthrough_demonstrations(&games, 0..6, &AlfworldPrompt::default(), &tokenizer)
+            .into_iter()
+            .flat_map(|d| d.rows)
+            .collect();
+    let model = LmConfig::tiny(tokenizer.vocab_size())
+        .init(&Device::flex().autodiff(), 0)
+        .unwrap();
+    let bc = BehaviourCloning {
+        steps: 30,
+        batch_size: 6,
+        learning_rate: 3e-3,
+        max_grad_norm: 1.0,
+    };
+    let (_, losses) = bc.train(model, &rows, &mut ChaCha8Rng::seed_from_u64(0));
+    let first = losses[0];
+    let last = losses[losses.len() - 5..].iter().sum::<f32>() / 5.0;
+    assert!(last < 0.5 * first, "loss {first} → {last}");
+}
