@@ -10,6 +10,9 @@ mod shared_data;
 // ALFWorld: all golden transcripts byte for byte, the walkthrough of every game, the data layout.
 mod alfworld_golden;
 
+// WebShop: goals, prices, session draws and search documents against the reference.
+mod webshop_golden;
+
 // The causal LM: KV-cache generation against full-sequence scoring, padding, gradients.
 mod lm_policy;
 

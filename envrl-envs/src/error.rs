@@ -42,6 +42,14 @@ pub enum Error {
         /// The fact it appears in.
         fact: String,
     },
+    /// A WebShop data file is unreadable, not JSON, or a product in it is malformed.
+    #[error("catalog {path}: {reason}")]
+    Catalog {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the product (ASIN or index) and the field.
+        reason: String,
+    },
 }
 
 /// The result type of `envrl-envs`.

@@ -4,7 +4,8 @@
 //! tensors or models. Each benchmark keeps its engine, its prompt templates and its action
 //! projection in separate files.
 //!
-//! - [`alfworld`]: ALFWorld game files and PDDL problems (the engine is in progress).
+//! - [`alfworld`]: ALFWorld, byte-exact with the reference engine, plus a game generator.
+//! - [`webshop`]: WebShop's catalog and goals, bit-exact with the reference (in progress).
 //! - [`keydoor`]: a small, fast key-and-door world that a tiny model learns in minutes on a CPU,
 //!   for tests and the first example.
 //!
@@ -26,6 +27,7 @@ pub mod alfworld;
 mod error;
 pub mod keydoor;
 mod projection;
+pub mod webshop;
 
 pub use error::{Error, Result};
 pub use projection::think_action_projection;

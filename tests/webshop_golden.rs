@@ -1,0 +1,171 @@
+//! WebShop against the reference's recorded outputs (`shared/golden/webshop/`): goals, prices,
+//! the seeded session draws.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use envrl_envs::webshop::{Catalog, GoalSet, random_session};
+
+use crate::shared_data::{read_lines, require, shared_dir};
+
+/// The shared 1000-product catalog, loaded once (or `None` after a skip notice).
+fn catalog(test: &str) -> Option<&'static Catalog> {
+    static CATALOG: OnceLock<Option<Catalog>> = OnceLock::new();
+    let dir = require(shared_dir().join("data/webshop"), test)?;
+    CATALOG
+        .get_or_init(|| Some(Catalog::open(&dir).expect("the shared WebShop catalog loads")))
+        .as_ref()
+}
+
+fn golden(name: &str, test: &str) -> Option<PathBuf> {
+    require(shared_dir().join("golden/webshop").join(name), test)
+}
+
+#[test]
+fn all_6910_goals_of_seed_1000_match_bit_for_bit() {
+    let test = "webshop goals";
+    let (Some(catalog), Some(path)) =
+        (catalog(test), golden("goals_verl_seed1000.jsonl.zst", test))
+    else {
+        return;
+    };
+    assert_eq!(catalog.products.len(), 1000);
+    let goals = GoalSet::new(catalog, 1000);
+    let lines = read_lines(&path);
+    assert_eq!(goals.goals.len(), lines.len());
+    for (idx, (goal, line)) in goals.goals.iter().zip(&lines).enumerate() {
+        let expected: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(goal.to_json(idx), expected, "goal {idx}");
+    }
+}
+
+#[test]
+fn product_prices_of_seed_1000_match_bit_for_bit() {
+    let test = "webshop prices";
+    let (Some(catalog), Some(path)) = (
+        catalog(test),
+        golden("product_prices_verl_seed1000.json", test),
+    ) else {
+        return;
+    };
+    let expected: std::collections::HashMap<String, f64> =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let goals = GoalSet::new(catalog, 1000);
+    assert_eq!(goals.prices.len(), expected.len());
+    for (asin, price) in &expected {
+        assert_eq!(goals.prices[asin].to_bits(), price.to_bits(), "{asin}");
+    }
+}
+
+#[test]
+fn the_constructor_and_first_auto_reset_draw_the_reference_sessions() {
+    let Some(catalog) = catalog("webshop sessions") else {
+        return;
+    };
+    let goals = GoalSet::new(catalog, 1000);
+    let mut rng = goals.rng.clone();
+    assert_eq!(
+        random_session(&goals, &mut rng),
+        ("ebbacackbk".into(), 3245)
+    );
+    assert_eq!(
+        random_session(&goals, &mut rng),
+        ("mhzfpywxpm".into(), 4629)
+    );
+}
+
+#[test]
+fn search_documents_match_the_indexed_contents() {
+    let test = "webshop documents";
+    let (Some(catalog), Some(path)) = (catalog(test), golden("analyzer_oracle.jsonl.zst", test))
+    else {
+        return;
+    };
+    let docs: Vec<String> = read_lines(&path)
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["kind"] == "doc_contents")
+        .map(|v| v["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(docs.len(), 1000);
+    for (product, doc) in catalog.products.iter().zip(&docs) {
+        assert_eq!(&product.search_contents(), doc, "{}", product.asin);
+    }
+}
+
+/// Writes a products file and an instructions file into a temp dir.
+fn catalog_files(products: &str, instructions: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("items_shuffle_1000.json"), products).unwrap();
+    std::fs::write(dir.path().join("items_ins_v2_1000.json"), instructions).unwrap();
+    std::fs::write(dir.path().join("title_nouns.json"), "{}").unwrap();
+    dir
+}
+
+const GOOD_PRODUCT: &str = r#"{"asin": "B000000001", "name": "Blue Mug", "full_description": "", "pricing": "$5.0", "images": ["u"], "product_category": "Home", "small_description": ["big"], "customization_options": {"Size": [{"value": "Large"}], "Color": null}, "category": "garden", "query": " Mugs "}"#;
+
+#[test]
+fn a_small_catalog_is_processed_with_the_reference_rules() {
+    let products = format!("[{GOOD_PRODUCT}, {GOOD_PRODUCT}]");
+    let dir = catalog_files(&products, r#"{"B000000001": {"attributes": []}}"#);
+    let catalog = Catalog::open(dir.path()).unwrap();
+    // Duplicates keep the first; options keep key order, null groups are skipped.
+    assert_eq!(catalog.products.len(), 1);
+    let p = &catalog.products[0];
+    assert_eq!(
+        p.options,
+        vec![("size".to_string(), vec!["large".to_string()])]
+    );
+    assert_eq!(p.query, "mugs");
+    assert_eq!(p.price_text, "$5.0");
+    assert_eq!(p.search_contents(), "blue mug  big size: large");
+}
+
+#[test]
+fn malformed_catalogs_name_the_file_the_product_and_the_field() {
+    let ins = r#"{"B000000001": {"attributes": []}}"#;
+    let cases = [
+        // A missing field.
+        (
+            r#"[{"asin": "B000000001"}]"#.to_string(),
+            ins,
+            &["items_shuffle_1000.json", "product #0", "name"][..],
+        ),
+        // A field of the wrong type, in the second product.
+        (
+            format!(
+                "[{GOOD_PRODUCT}, {}]",
+                GOOD_PRODUCT
+                    .replace("\"big\"", "7")
+                    .replace("B000000001", "B000000002")
+            ),
+            r#"{"B000000001": {"attributes": []}, "B000000002": {"attributes": []}}"#,
+            &["product #1", "small_description"][..],
+        ),
+        // An unreadable price.
+        (
+            format!("[{}]", GOOD_PRODUCT.replace("$5.0", "$abc")),
+            ins,
+            &["B000000001", "pricing"][..],
+        ),
+        // A product the instructions file does not know.
+        (
+            format!("[{}]", GOOD_PRODUCT.replace("B000000001", "B000000009")),
+            ins,
+            &["B000000009", "items_ins_v2_1000.json"][..],
+        ),
+        // Truncated JSON.
+        (
+            GOOD_PRODUCT[..40].to_string(),
+            ins,
+            &["items_shuffle_1000.json"][..],
+        ),
+    ];
+    for (products, instructions, needles) in cases {
+        let dir = catalog_files(&products, instructions);
+        let err = Catalog::open(dir.path()).unwrap_err().to_string();
+        for needle in needles {
+            assert!(err.contains(needle), "{err:?} should mention {needle:?}");
+        }
+    }
+}
