@@ -1,5 +1,6 @@
 //! The `envrl` command.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -24,6 +25,11 @@ enum Command {
         #[command(subcommand)]
         env: ReplayEnv,
     },
+    /// WebShop tools.
+    Webshop {
+        #[command(subcommand)]
+        what: WebshopWhat,
+    },
     /// Measure speed and print a table next to the reference.
     Bench {
         #[command(subcommand)]
@@ -41,6 +47,21 @@ enum BenchWhat {
         /// Seconds per step-rate measurement.
         #[arg(long, default_value_t = 3.0)]
         seconds: f64,
+    },
+}
+
+#[derive(Subcommand)]
+enum WebshopWhat {
+    /// Print the goal table of an environment seed as JSON lines (idx, asin, instruction_text,
+    /// attributes, goal_options, price_upper, weight, …); idx < 500 is the test split.
+    Goals {
+        /// The WEBSHOP_DATA directory (items_shuffle_1000.json, items_ins_v2_1000.json,
+        /// title_nouns.json).
+        #[arg(long, env = "WEBSHOP_DATA")]
+        data: PathBuf,
+        /// The environment seed.
+        #[arg(long, default_value_t = 1000)]
+        seed: i64,
     },
 }
 
@@ -93,6 +114,17 @@ fn main() -> Result<()> {
                 start.elapsed().as_secs_f64(),
                 output.display()
             );
+        }
+        Command::Webshop {
+            what: WebshopWhat::Goals { data, seed },
+        } => {
+            let catalog = envrl_envs::webshop::Catalog::open(&data)?;
+            let goals = envrl_envs::webshop::GoalSet::new(&catalog, seed);
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            for (idx, goal) in goals.goals.iter().enumerate() {
+                writeln!(out, "{}", goal.to_json(idx))?;
+            }
+            out.flush()?;
         }
         Command::Bench {
             what: BenchWhat::Alfworld { data, seconds },
