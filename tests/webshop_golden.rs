@@ -169,3 +169,35 @@ fn malformed_catalogs_name_the_file_the_product_and_the_field() {
         }
     }
 }
+
+#[test]
+fn the_analyzer_matches_lucene_on_all_oracle_texts() {
+    let Some(path) = golden("analyzer_oracle.jsonl.zst", "webshop analyzer") else {
+        return;
+    };
+    let lines = read_lines(&path);
+    let mut failures = Vec::new();
+    for line in &lines {
+        let case: serde_json::Value = serde_json::from_str(line).unwrap();
+        let text = case["text"].as_str().unwrap();
+        let expected: Vec<String> = serde_json::from_value(case["tokens"].clone()).unwrap();
+        let got = envrl_envs::webshop::analyze(text);
+        if got != expected {
+            let only_got: Vec<&String> = got.iter().filter(|t| !expected.contains(t)).collect();
+            let only_expected: Vec<&String> =
+                expected.iter().filter(|t| !got.contains(t)).collect();
+            failures.push(format!(
+                "{:?}…: extra {only_got:?}, missing {only_expected:?}",
+                text.chars().take(60).collect::<String>()
+            ));
+        }
+    }
+    assert_eq!(lines.len(), 7954);
+    assert!(
+        failures.is_empty(),
+        "{} of {} differ; first: {:#?}",
+        failures.len(),
+        lines.len(),
+        &failures[..failures.len().min(30)]
+    );
+}
