@@ -201,3 +201,37 @@ fn the_analyzer_matches_lucene_on_all_oracle_texts() {
         &failures[..failures.len().min(30)]
     );
 }
+
+#[test]
+fn all_518_search_rankings_match_lucene() {
+    let test = "webshop search";
+    let (Some(catalog), Some(path)) = (catalog(test), golden("search_oracle.jsonl", test)) else {
+        return;
+    };
+    let index = envrl_envs::webshop::SearchIndex::new(catalog);
+    let lines = read_lines(&path);
+    let mut failures = Vec::new();
+    for line in &lines {
+        let case: serde_json::Value = serde_json::from_str(line).unwrap();
+        let query = case["query"].as_str().unwrap();
+        let expected: Vec<(String, f64)> = serde_json::from_value(case["hits"].clone()).unwrap();
+        let got = index.search(query);
+        let same_order =
+            got.len() == expected.len() && got.iter().zip(&expected).all(|(g, e)| g.0 == e.0);
+        // Anserini rounds to 4 decimals and lowers the k-th tie by k·1e-6.
+        let close = got
+            .iter()
+            .zip(&expected)
+            .all(|(g, e)| (g.1 as f64 - e.1).abs() < 1.1e-4);
+        if !(same_order && close) {
+            failures.push(format!("{query:?}"));
+        }
+    }
+    assert_eq!(lines.len(), 518);
+    assert!(
+        failures.is_empty(),
+        "{} differ: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(10)]
+    );
+}
