@@ -235,3 +235,78 @@ fn all_518_search_rankings_match_lucene() {
         &failures[..failures.len().min(10)]
     );
 }
+
+#[test]
+fn all_52936_fuzzy_scores_match_thefuzz_with_difflib() {
+    let Some(path) = golden("fuzz_oracle.jsonl.zst", "webshop fuzz") else {
+        return;
+    };
+    let lines = read_lines(&path);
+    let mut failures = Vec::new();
+    for line in &lines {
+        let case: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (a, b) = (case["a"].as_str().unwrap(), case["b"].as_str().unwrap());
+        let expected = case["token_set_ratio_difflib"].as_u64().unwrap() as u32;
+        let got = envrl_envs::webshop::token_set_ratio(a, b);
+        if got != expected {
+            failures.push(format!("({a:?}, {b:?}): {got} vs {expected}"));
+        }
+    }
+    assert_eq!(lines.len(), 52_936);
+    assert!(
+        failures.is_empty(),
+        "{} differ: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(10)]
+    );
+}
+
+#[test]
+fn all_1800_recorded_rewards_match_exactly() {
+    let test = "webshop rewards";
+    let (Some(catalog), Some(path)) = (
+        catalog(test),
+        golden("reward_oracle_verl_seed1000.jsonl", test),
+    ) else {
+        return;
+    };
+    let goals = GoalSet::new(catalog, 1000);
+    let lines = read_lines(&path);
+    let mut failures = Vec::new();
+    let mut wins = 0;
+    for line in &lines {
+        let case: serde_json::Value = serde_json::from_str(line).unwrap();
+        let goal = &goals.goals[case["goal_idx"].as_u64().unwrap() as usize];
+        let product = catalog.get(case["asin"].as_str().unwrap()).unwrap();
+        let options: Vec<(String, String)> = case["options"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+            .collect();
+        let price = case["price"].as_f64().unwrap();
+        assert_eq!(price.to_bits(), goals.prices[&product.asin].to_bits());
+        let got = envrl_envs::webshop::reward(goal, product, &options, price, &catalog.title_nouns);
+        let expected = case["reward"].as_f64().unwrap();
+        let info = &case["info"];
+        let same_info = got.r_type == info["r_type"].as_f64().unwrap()
+            && got.title_score == info["title_score"].as_f64().unwrap()
+            && got.query_match == info["query_match"].as_bool().unwrap()
+            && got.category_match == info["category_match"].as_bool().unwrap()
+            && got.r_att == info["r_att"].as_f64().unwrap()
+            && got.r_price == info["r_price"].as_bool().unwrap()
+            && got.r_option == info["r_option"].as_f64();
+        if got.reward.to_bits() != expected.to_bits() || !same_info {
+            failures.push(format!("{line}\n  got {got:?}"));
+        }
+        wins += usize::from(got.reward == 1.0);
+    }
+    assert_eq!(lines.len(), 1800);
+    assert!(
+        failures.is_empty(),
+        "{} differ: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    assert_eq!(wins, 320);
+}

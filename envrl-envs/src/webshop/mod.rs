@@ -4,13 +4,17 @@
 
 mod analyzer;
 mod catalog;
+mod fuzzy;
 mod goals;
 mod py;
 mod pyrandom;
+mod reward;
 mod search;
 pub use analyzer::{STOP_WORDS, analyze};
 pub use catalog::*;
+pub use fuzzy::{full_process, ratio, token_set_ratio};
 pub use goals::*;
 pub use py::py_repr;
 pub use pyrandom::{Mt19937, NumpyRandomState, PyRandom};
+pub use reward::{COLOR_SET, RewardBreakdown, normalize_color, py_str_repr, reward};
 pub use search::{SearchIndex, TOP_K};
