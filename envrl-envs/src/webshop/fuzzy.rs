@@ -103,9 +103,9 @@ fn longest_match(
 ) -> (usize, usize, usize) {
     let (mut besti, mut bestj, mut bestsize) = (alo, blo, 0);
     let mut j2len: HashMap<usize, usize> = HashMap::new();
-    for i in alo..ahi {
+    for (i, c) in a.iter().enumerate().take(ahi).skip(alo) {
         let mut next: HashMap<usize, usize> = HashMap::new();
-        if let Some(positions) = b2j.get(&a[i]) {
+        if let Some(positions) = b2j.get(c) {
             for &j in positions {
                 if j < blo {
                     continue;
