@@ -310,3 +310,109 @@ fn all_1800_recorded_rewards_match_exactly() {
     );
     assert_eq!(wins, 320);
 }
+
+/// Replays one golden episode file step by step; returns the failures.
+fn replay_episodes(
+    path: &std::path::Path,
+    mode: envrl_envs::webshop::ObservationMode,
+) -> (Vec<String>, usize) {
+    use envrl_envs::webshop::{WebShopData, WebShopEngine};
+    let catalog = catalog("webshop episodes")
+        .expect("checked by the caller")
+        .clone();
+    let data = WebShopData::from_catalog(catalog);
+    let mut engine = WebShopEngine::new(data, 1000, mode);
+    let actions_json = |a: &envrl_envs::webshop::AvailableActions| serde_json::json!({"has_search_bar": a.has_search_bar, "clickables": a.clickables});
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for line in read_lines(path) {
+        let episode: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let tag = format!("{} goal {}", episode["tag"], episode["goal_idx"]);
+        let first = engine.reset(Some(episode["goal_idx"].as_u64().unwrap() as usize));
+        let steps = episode["steps"].as_array().unwrap();
+        let mut obs = first;
+        for step in steps {
+            let t = step["t"].as_u64().unwrap();
+            if obs != step["obs"].as_str().unwrap() {
+                failures.push(format!(
+                    "{tag} t {t}: obs\n  got {obs:?}\n  exp {:?}",
+                    step["obs"]
+                ));
+                break;
+            }
+            if actions_json(&engine.available_actions()) != step["available_actions"] {
+                failures.push(format!(
+                    "{tag} t {t}: actions {:?} vs {}",
+                    engine.available_actions(),
+                    step["available_actions"]
+                ));
+                break;
+            }
+            let result = engine.step(step["action"].as_str().unwrap());
+            let reward_ok = match &step["reward"] {
+                serde_json::Value::Number(n) if n.is_u64() => result.noop && result.reward == 0.0,
+                r => !result.noop && r.as_f64() == Some(result.reward),
+            };
+            if !reward_ok || result.done != step["done"].as_bool().unwrap() {
+                failures.push(format!(
+                    "{tag} t {t}: action {} reward {} (noop {}) done {} vs {} {}",
+                    step["action"],
+                    result.reward,
+                    result.noop,
+                    result.done,
+                    step["reward"],
+                    step["done"]
+                ));
+                break;
+            }
+            if result.observation != step["next_obs"].as_str().unwrap() {
+                failures.push(format!(
+                    "{tag} t {t}: next_obs after {}\n  got {:?}\n  exp {:?}",
+                    step["action"], result.observation, step["next_obs"]
+                ));
+                break;
+            }
+            obs = result.observation;
+            compared += 1;
+        }
+    }
+    (failures, compared)
+}
+
+#[test]
+fn all_recorded_text_episodes_replay_step_for_step() {
+    let test = "webshop episodes";
+    let (Some(_), Some(path)) = (
+        catalog(test),
+        golden("episodes_verl_seed1000_text.jsonl.zst", test),
+    ) else {
+        return;
+    };
+    let (failures, steps) = replay_episodes(&path, envrl_envs::webshop::ObservationMode::Text);
+    assert!(steps > 700, "only {steps} steps compared");
+    assert!(
+        failures.is_empty(),
+        "{} episodes differ:\n{}",
+        failures.len(),
+        failures[..failures.len().min(3)].join("\n")
+    );
+}
+
+#[test]
+fn all_recorded_text_rich_episodes_replay_step_for_step() {
+    let test = "webshop episodes";
+    let (Some(_), Some(path)) = (
+        catalog(test),
+        golden("episodes_verl_seed1000_text_rich.jsonl", test),
+    ) else {
+        return;
+    };
+    let (failures, steps) = replay_episodes(&path, envrl_envs::webshop::ObservationMode::TextRich);
+    assert!(steps > 20, "only {steps} steps compared");
+    assert!(
+        failures.is_empty(),
+        "{} episodes differ:\n{}",
+        failures.len(),
+        failures[..failures.len().min(3)].join("\n")
+    );
+}

@@ -2,18 +2,26 @@
 //! goals and their seeded order, the Lucene-exact analyzer and BM25 search (WEBSHOP.md). In
 //! progress: pages, actions and reward.
 
+mod action;
 mod analyzer;
 mod catalog;
+mod engine;
 mod fuzzy;
 mod goals;
+mod page;
 mod py;
 mod pyrandom;
 mod reward;
 mod search;
+pub use action::{ParsedWebAction, parse_action};
 pub use analyzer::{STOP_WORDS, analyze};
 pub use catalog::*;
+pub use engine::{
+    AvailableActions, ObservationMode, RESULTS_PER_PAGE, WebShopData, WebShopEngine, WebStepResult,
+};
 pub use fuzzy::{full_process, ratio, token_set_ratio};
 pub use goals::*;
+pub use page::{Clickable, Node, NodeKind, Page, py_dict_repr, py_json_dumps};
 pub use py::py_repr;
 pub use pyrandom::{Mt19937, NumpyRandomState, PyRandom};
 pub use reward::{COLOR_SET, RewardBreakdown, normalize_color, py_str_repr, reward};

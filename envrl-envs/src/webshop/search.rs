@@ -56,6 +56,14 @@ impl SearchIndex {
 
     /// The top-50 `(ASIN, score)` for a query, best first, ties by ASIN.
     pub fn search(&self, query: &str) -> Vec<(&str, f32)> {
+        self.ranked(query)
+            .into_iter()
+            .map(|(doc, score)| (self.asins[doc].as_str(), score))
+            .collect()
+    }
+
+    /// The top-50 `(product index, score)` for a query, best first, ties by ASIN.
+    pub fn ranked(&self, query: &str) -> Vec<(usize, f32)> {
         let mut boosts: Vec<(String, u32)> = Vec::new();
         for term in analyze(query) {
             match boosts.iter_mut().find(|(t, _)| *t == term) {
@@ -79,11 +87,14 @@ impl SearchIndex {
                 hit[doc as usize] = true;
             }
         }
-        let mut results: Vec<(&str, f32)> = (0..self.asins.len())
+        let mut results: Vec<(usize, f32)> = (0..self.asins.len())
             .filter(|&d| hit[d])
-            .map(|d| (self.asins[d].as_str(), scores[d] as f32))
+            .map(|d| (d, scores[d] as f32))
             .collect();
-        results.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        results.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then_with(|| self.asins[a.0].cmp(&self.asins[b.0]))
+        });
         results.truncate(TOP_K);
         results
     }
