@@ -416,3 +416,82 @@ fn all_recorded_text_rich_episodes_replay_step_for_step() {
         failures[..failures.len().min(3)].join("\n")
     );
 }
+
+#[test]
+fn the_scripted_verl_agent_run_produces_the_recorded_prompts() {
+    use envrl::{ActionParser, Environment, HistoryEntry, PromptBuilder};
+    use envrl_envs::webshop::{
+        NumpyRandomState, WebShop, WebShopData, WebShopProjection, WebShopPrompt, webshop_task,
+    };
+    let test = "webshop prompts";
+    let (Some(catalog), Some(path)) = (
+        catalog(test),
+        golden("verl_agent_prompts_seed1000.jsonl", test),
+    ) else {
+        return;
+    };
+    let data = WebShopData::from_catalog(catalog.clone());
+    let records: Vec<serde_json::Value> = read_lines(&path)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The validation vector environment's reset indices: RandomState(1000).choice(range(500), 4).
+    let goals = NumpyRandomState::new(1000).choice_without_replacement(500, 4);
+    assert_eq!(records[0]["goal_idxs"], serde_json::json!(goals));
+    let prompt = WebShopPrompt::default();
+    let mut envs: Vec<WebShop> = (0..4).map(|_| WebShop::new(data.clone())).collect();
+    let mut observations = Vec::new();
+    let mut histories: Vec<Vec<HistoryEntry>> = vec![Vec::new(); 4];
+    for (i, env) in envs.iter_mut().enumerate() {
+        let obs = env.reset(webshop_task(1000 + i as u32, goals[i] as u32));
+        assert_eq!(
+            prompt.build(&obs, &[], 0),
+            records[0]["prompts"][i],
+            "worker {i}"
+        );
+        assert_eq!(obs.text, records[0]["anchor"][i], "worker {i}");
+        observations.push(obs);
+    }
+    let mut compared = 0;
+    for record in &records[1..] {
+        let step = record["step"].as_u64().unwrap() as usize;
+        for (i, env) in envs.iter_mut().enumerate() {
+            let response = record["responses"][i].as_str().unwrap();
+            let parsed = WebShopProjection.parse(response, &[]);
+            let outcome = env.step(&parsed.action);
+            histories[i].push(HistoryEntry {
+                observation: observations[i].text.clone(),
+                action: parsed.action.clone(),
+            });
+            let at = format!("step {step} worker {i}");
+            assert_eq!(parsed.valid, record["is_action_valid"][i], "{at}");
+            assert_eq!(
+                outcome.reward as f64,
+                record["rewards"][i].as_f64().unwrap(),
+                "{at}"
+            );
+            assert_eq!(outcome.done, record["dones"][i], "{at}");
+            assert_eq!(outcome.won, record["won"][i], "{at}");
+            assert_eq!(
+                env.last_score().unwrap_or(0.0),
+                record["task_score"][i].as_f64().unwrap(),
+                "{at}"
+            );
+            // Worker 0's environment auto-reset after its purchase at step 4; the reference's
+            // four workers shared one Python random stream, ours have one each (golden README).
+            let shared_stream_record = i == 0 && step == 5;
+            if !shared_stream_record {
+                let mut shown = outcome.observation.clone();
+                shown.task = observations[i].task.clone();
+                assert_eq!(outcome.observation.text, record["anchor"][i], "{at}");
+                let built = prompt.build(&shown, &histories[i], step + 1);
+                assert_eq!(built, record["prompts"][i].as_str().unwrap(), "{at}");
+                compared += 1;
+            }
+            let task = observations[i].task.clone();
+            observations[i] = outcome.observation;
+            observations[i].task = task;
+        }
+    }
+    assert_eq!(compared, 23);
+}

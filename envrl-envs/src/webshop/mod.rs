@@ -6,9 +6,11 @@ mod action;
 mod analyzer;
 mod catalog;
 mod engine;
+mod env;
 mod fuzzy;
 mod goals;
 mod page;
+mod prompt;
 mod py;
 mod pyrandom;
 mod reward;
@@ -19,9 +21,14 @@ pub use catalog::*;
 pub use engine::{
     AvailableActions, ObservationMode, RESULTS_PER_PAGE, WebShopData, WebShopEngine, WebStepResult,
 };
+pub use env::{WIN_REWARD, WebShop, split_webshop_task, webshop_task};
 pub use fuzzy::{full_process, ratio, token_set_ratio};
 pub use goals::*;
 pub use page::{Clickable, Node, NodeKind, Page, py_dict_repr, py_json_dumps};
+pub use prompt::{
+    MAX_HISTORY_PROMPT_CHARS, WEBSHOP_TEMPLATE, WEBSHOP_TEMPLATE_NO_HIS, WebShopProjection,
+    WebShopPrompt, admissible_actions, format_observation,
+};
 pub use py::py_repr;
 pub use pyrandom::{Mt19937, NumpyRandomState, PyRandom};
 pub use reward::{COLOR_SET, RewardBreakdown, normalize_color, py_str_repr, reward};
