@@ -495,3 +495,55 @@ fn the_scripted_verl_agent_run_produces_the_recorded_prompts() {
     }
     assert_eq!(compared, 23);
 }
+
+#[test]
+fn the_replay_tool_writes_the_golden_episodes() {
+    let test = "webshop replay tool";
+    let (Some(data), Some(path)) = (
+        require(shared_dir().join("data/webshop"), test),
+        golden("episodes_verl_seed1000_text.jsonl.zst", test),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, output) = (dir.path().join("in.jsonl"), dir.path().join("out.jsonl"));
+    let golden: Vec<serde_json::Value> = read_lines(&path)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let lines: Vec<String> = golden
+        .iter()
+        .map(|e| {
+            let actions: Vec<&serde_json::Value> = e["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| &s["action"])
+                .collect();
+            serde_json::json!({"goal_idx": e["goal_idx"], "actions": actions}).to_string()
+        })
+        .collect();
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let n = envrl_examples::replay::replay_webshop(
+        &data,
+        1000,
+        envrl_envs::webshop::ObservationMode::Text,
+        &input,
+        &output,
+    )
+    .unwrap();
+    assert_eq!(n, golden.len());
+    let written = read_lines(&output);
+    for (episode, line) in golden.iter().zip(&written) {
+        let ours: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(ours["instruction_text"], episode["instruction_text"]);
+        let steps = ours["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), episode["steps"].as_array().unwrap().len());
+        for (a, b) in steps.iter().zip(episode["steps"].as_array().unwrap()) {
+            for key in ["t", "obs", "available_actions", "action", "reward", "done"] {
+                // Value equality also tells the integer 0 of a no-op from 0.0.
+                assert_eq!(a[key], b[key], "goal {} {key}", episode["goal_idx"]);
+            }
+        }
+    }
+}

@@ -105,3 +105,100 @@ pub fn replay_alfworld(
     out.flush()?;
     Ok(count)
 }
+
+/// One WebShop input line: a goal index and the actions to send.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebShopReplayInput {
+    /// The goal (session) index in the environment's goal list.
+    pub goal_idx: usize,
+    /// Action strings, sent verbatim.
+    pub actions: Vec<String>,
+}
+
+/// Replays one WebShop episode: `reset(session = goal)`, then each action until `done`. Each
+/// step holds what the agent saw before the action, the action, its reward (the integer `0` for
+/// no-ops, as the reference returns) and `done`.
+pub fn replay_webshop_episode(
+    engine: &mut envrl_envs::webshop::WebShopEngine,
+    goal: usize,
+    actions: &[String],
+) -> serde_json::Value {
+    let mut obs = engine.reset(Some(goal));
+    let instruction = engine.goals().goals[engine.goal_index()]
+        .instruction_text
+        .clone();
+    let mut steps = Vec::new();
+    for (t, action) in actions.iter().enumerate() {
+        let available = engine.available_actions();
+        let result = engine.step(action);
+        let reward = if result.noop {
+            serde_json::json!(0)
+        } else {
+            serde_json::json!(result.reward)
+        };
+        steps.push(serde_json::json!({
+            "t": t,
+            "obs": obs,
+            "available_actions": {
+                "has_search_bar": available.has_search_bar,
+                "clickables": available.clickables,
+            },
+            "action": action,
+            "reward": reward,
+            "done": result.done,
+        }));
+        obs = result.observation;
+        if result.done {
+            break;
+        }
+    }
+    serde_json::json!({"goal_idx": goal, "instruction_text": instruction, "steps": steps})
+}
+
+/// Replays every line of `input` through a WebShop environment built with `seed` on the catalog
+/// in `data`, writing one transcript per line to `output`.
+///
+/// # Errors
+/// When a file cannot be read or written, a line is not valid input, a goal index is out of
+/// range, or the catalog fails to load.
+pub fn replay_webshop(
+    data: &Path,
+    seed: i64,
+    mode: envrl_envs::webshop::ObservationMode,
+    input: &Path,
+    output: &Path,
+) -> Result<usize> {
+    let data = envrl_envs::webshop::WebShopData::open(data)?;
+    let mut engine = envrl_envs::webshop::WebShopEngine::new(data, seed, mode);
+    let n_goals = engine.goals().goals.len();
+    let reader = BufReader::new(
+        std::fs::File::open(input).with_context(|| format!("opening {}", input.display()))?,
+    );
+    let mut out = BufWriter::new(
+        std::fs::File::create(output).with_context(|| format!("creating {}", output.display()))?,
+    );
+    let mut count = 0;
+    for (n, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("reading {}", input.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: WebShopReplayInput = serde_json::from_str(&line)
+            .with_context(|| format!("{} line {}: not a replay input", input.display(), n + 1))?;
+        if record.goal_idx >= n_goals {
+            bail!(
+                "{} line {}: goal_idx {} out of range (the environment has {n_goals} goals)",
+                input.display(),
+                n + 1,
+                record.goal_idx
+            );
+        }
+        let transcript = replay_webshop_episode(&mut engine, record.goal_idx, &record.actions);
+        serde_json::to_writer(&mut out, &transcript)?;
+        writeln!(out)?;
+        count += 1;
+    }
+    out.flush()?;
+    Ok(count)
+}

@@ -82,6 +82,33 @@ enum ReplayEnv {
         #[arg(long, value_enum, default_value = "2.1.2")]
         wording: WordingArg,
     },
+    /// WebShop: each input line is {"goal_idx": N, "actions": [...]}.
+    Webshop {
+        /// The WEBSHOP_DATA directory (items_shuffle_1000.json, items_ins_v2_1000.json,
+        /// title_nouns.json).
+        #[arg(long, env = "WEBSHOP_DATA")]
+        data: PathBuf,
+        /// The environment seed (goal order, prices).
+        #[arg(long, default_value_t = 1000)]
+        seed: i64,
+        /// How pages are rendered.
+        #[arg(long, value_enum, default_value = "text")]
+        observation_mode: ObservationModeArg,
+        /// Input JSONL.
+        #[arg(long)]
+        input: PathBuf,
+        /// Output JSONL (the golden episodes' schema).
+        #[arg(long)]
+        output: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ObservationModeArg {
+    #[value(name = "text")]
+    Text,
+    #[value(name = "text_rich")]
+    TextRich,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -109,6 +136,28 @@ fn main() -> Result<()> {
             };
             let start = std::time::Instant::now();
             let n = envrl_examples::replay::replay_alfworld(&data, &input, &output, wording)?;
+            eprintln!(
+                "replayed {n} episodes in {:.2}s -> {}",
+                start.elapsed().as_secs_f64(),
+                output.display()
+            );
+        }
+        Command::Replay {
+            env:
+                ReplayEnv::Webshop {
+                    data,
+                    seed,
+                    observation_mode,
+                    input,
+                    output,
+                },
+        } => {
+            let mode = match observation_mode {
+                ObservationModeArg::Text => envrl_envs::webshop::ObservationMode::Text,
+                ObservationModeArg::TextRich => envrl_envs::webshop::ObservationMode::TextRich,
+            };
+            let start = std::time::Instant::now();
+            let n = envrl_examples::replay::replay_webshop(&data, seed, mode, &input, &output)?;
             eprintln!(
                 "replayed {n} episodes in {:.2}s -> {}",
                 start.elapsed().as_secs_f64(),
