@@ -547,3 +547,65 @@ fn the_replay_tool_writes_the_golden_episodes() {
         }
     }
 }
+
+/// Mean reward and success of the expert on goals `0..n` of seed `seed`.
+fn expert_scores(
+    data: &std::sync::Arc<envrl_envs::webshop::WebShopData>,
+    seed: i64,
+    n: usize,
+) -> (f64, f64) {
+    use envrl_envs::webshop::{ObservationMode, WebShopEngine, expert_plan};
+    let mut engine = WebShopEngine::new(data.clone(), seed, ObservationMode::Text);
+    let (mut total, mut wins) = (0.0, 0);
+    for goal in 0..n {
+        engine.reset(Some(goal));
+        let plan = expert_plan(data, &engine.goals().goals[goal]);
+        for action in &plan {
+            let result = engine.step(action);
+            if result.done {
+                total += result.reward;
+                wins += usize::from(result.reward == 1.0);
+                break;
+            }
+        }
+    }
+    (total / n as f64, wins as f64 / n as f64)
+}
+
+#[test]
+fn the_expert_scores_like_the_reference_expert_on_the_first_100_goals() {
+    let Some(catalog) = catalog("webshop expert") else {
+        return;
+    };
+    let data = envrl_envs::webshop::WebShopData::from_catalog(catalog.clone());
+    let (mean, success) = expert_scores(&data, 1000, 100);
+    // meta_verl_seed1000.json: expert_first100_mean_reward 0.993142857142857, success 0.96.
+    assert!(
+        (mean - 0.993_142_857_142_857).abs() < 1e-12,
+        "mean reward {mean}"
+    );
+    assert_eq!(success, 0.96);
+}
+
+#[test]
+fn the_generated_catalog_round_trips_through_the_official_files_and_is_playable() {
+    use envrl_envs::webshop::{Catalog, CatalogGenerator, WebShopData};
+    let generator = CatalogGenerator::new(7);
+    let dir = tempfile::tempdir().unwrap();
+    generator.write_dir(dir.path(), 300).unwrap();
+    let loaded = Catalog::open(dir.path()).unwrap();
+    let built = generator.catalog(300);
+    assert_eq!(loaded.products.len(), built.products.len());
+    for (a, b) in loaded.products.iter().zip(&built.products) {
+        assert!(a == b, "{} differs after the round trip", a.asin);
+    }
+    assert_eq!(loaded.title_nouns, built.title_nouns);
+    let data = WebShopData::from_catalog(built);
+    let goals = data.goals(0);
+    assert!(goals.goals.len() > 200, "{} goals", goals.goals.len());
+    let (mean, success) = expert_scores(&data, 0, 100);
+    assert!(
+        success > 0.5 && mean > 0.8,
+        "expert mean {mean}, success {success}"
+    );
+}

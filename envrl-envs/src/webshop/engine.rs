@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::Result;
 use crate::webshop::action::parse_action;
 use crate::webshop::catalog::Catalog;
+use crate::webshop::generator::CatalogGenerator;
 use crate::webshop::goals::{GoalSet, random_session};
 use crate::webshop::page::{Clickable, NodeKind, Page, py_dict_repr, py_json_dumps};
 use crate::webshop::py::{py_repr, python_strip};
@@ -37,6 +38,23 @@ impl WebShopData {
     /// [`crate::Error::Catalog`] when a file is missing or malformed.
     pub fn open(dir: impl AsRef<Path>) -> Result<Arc<Self>> {
         Ok(Self::from_catalog(Catalog::open(dir)?))
+    }
+
+    /// The built-in catalog for machines without `WEBSHOP_DATA`: `products` products generated
+    /// by [`CatalogGenerator`] from `seed` (no real data is embedded).
+    pub fn generated(seed: u64, products: usize) -> Arc<Self> {
+        Self::from_catalog(CatalogGenerator::new(seed).catalog(products))
+    }
+
+    /// `WEBSHOP_DATA` if it is set, else the generated catalog of 1000 products.
+    ///
+    /// # Errors
+    /// [`crate::Error::Catalog`] when `WEBSHOP_DATA` is set but cannot be loaded.
+    pub fn from_env_or_generated() -> Result<Arc<Self>> {
+        match crate::webshop::catalog::data_dir_from_env() {
+            Some(dir) => Self::open(dir),
+            None => Ok(Self::generated(0, 1000)),
+        }
     }
 
     /// Indexes a catalog.

@@ -7,7 +7,9 @@ mod analyzer;
 mod catalog;
 mod engine;
 mod env;
+mod expert;
 mod fuzzy;
+mod generator;
 mod goals;
 mod page;
 mod prompt;
@@ -22,7 +24,9 @@ pub use engine::{
     AvailableActions, ObservationMode, RESULTS_PER_PAGE, WebShopData, WebShopEngine, WebStepResult,
 };
 pub use env::{WIN_REWARD, WebShop, split_webshop_task, webshop_task};
+pub use expert::{expert_demonstrations, expert_plan, expert_response};
 pub use fuzzy::{full_process, ratio, token_set_ratio};
+pub use generator::CatalogGenerator;
 pub use goals::*;
 pub use page::{Clickable, Node, NodeKind, Page, py_dict_repr, py_json_dumps};
 pub use prompt::{
