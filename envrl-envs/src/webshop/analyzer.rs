@@ -25,6 +25,26 @@ fn stemmer() -> &'static PorterStemmer {
     STEMMER.get_or_init(|| PorterStemmer::new(Mode::Martin))
 }
 
+/// Porter stems, memoised per thread (vocabularies repeat; the cache is bounded).
+fn stem(word: &str) -> String {
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<String, String>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(stem) = cache.get(word) {
+            return stem.clone();
+        }
+        if cache.len() >= 200_000 {
+            cache.clear();
+        }
+        let stem = stemmer().stem(word);
+        cache.insert(word.to_string(), stem.clone());
+        stem
+    })
+}
+
 /// The analysed terms of `text`, in order, with repetitions.
 pub fn analyze(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -40,7 +60,7 @@ pub fn analyze(text: &str) -> Vec<String> {
             if lower.is_empty() || STOP_WORDS.contains(&lower.as_str()) {
                 continue;
             }
-            out.push(stemmer().stem(&lower));
+            out.push(stem(&lower));
         }
     }
     out

@@ -19,6 +19,10 @@ pub const INSTRUCTIONS_FILE: &str = "items_ins_v2_1000.json";
 /// The title-noun table (spaCy `en_core_web_sm` 3.8.0) the type reward needs.
 pub const TITLE_NOUNS_FILE: &str = "title_nouns.json";
 
+/// The most goals one instructed product may generate (its option combinations); the real
+/// catalog's largest product has far fewer, and a malformed one could otherwise exhaust memory.
+pub const MAX_GOALS_PER_PRODUCT: usize = 100_000;
+
 /// One product, processed as WebShop does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Product {
@@ -303,7 +307,18 @@ impl RawProduct {
                     .collect();
                 Some((name.to_lowercase(), values))
             })
-            .collect();
+            .collect::<Vec<(String, Vec<String>)>>();
+        if extra.instruction.is_some() {
+            let goals = options
+                .iter()
+                .fold(1usize, |n, (_, values)| n.saturating_mul(values.len().max(1)));
+            if goals > MAX_GOALS_PER_PRODUCT {
+                return Err(format!(
+                    "field `customization_options`: {goals} option combinations would each become \
+                     a goal (at most {MAX_GOALS_PER_PRODUCT})"
+                ));
+            }
+        }
         Ok(Product {
             asin: self.asin,
             title: self.name,

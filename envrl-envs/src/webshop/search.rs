@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use crate::webshop::analyzer::analyze;
 use crate::webshop::catalog::Catalog;
 
@@ -26,15 +28,25 @@ pub struct SearchIndex {
 impl SearchIndex {
     /// Indexes every product of the catalog (documents of WEBSHOP.md §1.6).
     pub fn new(catalog: &Catalog) -> Self {
+        // Analyse the documents in parallel, then merge in document order.
+        let analysed: Vec<(u64, Vec<(String, u32)>)> = catalog
+            .products
+            .par_iter()
+            .map(|product| {
+                let terms = analyze(&product.search_contents());
+                let mut counts: HashMap<String, u32> = HashMap::new();
+                for term in &terms {
+                    *counts.entry(term.clone()).or_default() += 1;
+                }
+                let mut counts: Vec<(String, u32)> = counts.into_iter().collect();
+                counts.sort_unstable();
+                (terms.len() as u64, counts)
+            })
+            .collect();
         let mut postings: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
-        let mut lengths = Vec::with_capacity(catalog.products.len());
-        for (doc, product) in catalog.products.iter().enumerate() {
-            let terms = analyze(&product.search_contents());
-            lengths.push(terms.len() as u64);
-            let mut counts: HashMap<String, u32> = HashMap::new();
-            for term in terms {
-                *counts.entry(term).or_default() += 1;
-            }
+        let mut lengths = Vec::with_capacity(analysed.len());
+        for (doc, (length, counts)) in analysed.into_iter().enumerate() {
+            lengths.push(length);
             for (term, tf) in counts {
                 postings.entry(term).or_default().push((doc as u32, tf));
             }
@@ -91,11 +103,15 @@ impl SearchIndex {
             .filter(|&d| hit[d])
             .map(|d| (d, scores[d] as f32))
             .collect();
-        results.sort_by(|a, b| {
+        let order = |a: &(usize, f32), b: &(usize, f32)| {
             b.1.total_cmp(&a.1)
                 .then_with(|| self.asins[a.0].cmp(&self.asins[b.0]))
-        });
-        results.truncate(TOP_K);
+        };
+        if results.len() > TOP_K {
+            results.select_nth_unstable_by(TOP_K - 1, order);
+            results.truncate(TOP_K);
+        }
+        results.sort_by(order);
         results
     }
 }

@@ -39,6 +39,19 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchWhat {
+    /// WebShop engine: steps/s with the scripted expert, reset, search and click times, and
+    /// scale on a generated catalog of the full WebShop's size.
+    Webshop {
+        /// The WEBSHOP_DATA directory.
+        #[arg(long, env = "WEBSHOP_DATA")]
+        data: PathBuf,
+        /// Seconds of expert play.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        /// Products of the generated scale catalog (0 skips the scale test).
+        #[arg(long, default_value_t = 1_200_000)]
+        scale_products: usize,
+    },
     /// ALFWorld engine: steps/s, reset and load times over valid_unseen.
     Alfworld {
         /// The ALFWORLD_DATA directory (holding json_2.1.1/).
@@ -178,6 +191,14 @@ fn main() -> Result<()> {
         Command::Bench {
             what: BenchWhat::Alfworld { data, seconds },
         } => envrl_examples::bench::bench_alfworld(&data, seconds)?,
+        Command::Bench {
+            what:
+                BenchWhat::Webshop {
+                    data,
+                    seconds,
+                    scale_products,
+                },
+        } => envrl_examples::bench::bench_webshop(&data, seconds, scale_products)?,
     }
     Ok(())
 }
