@@ -5,7 +5,8 @@
 //! projection in separate files.
 //!
 //! - [`alfworld`]: ALFWorld, byte-exact with the reference engine, plus a game generator.
-//! - [`webshop`]: WebShop's catalog and goals, bit-exact with the reference (in progress).
+//! - [`webshop`]: WebShop, byte-exact with the reference (pages, search, reward, goals), plus a
+//!   generated catalog for machines without the data.
 //! - [`keydoor`]: a small, fast key-and-door world that a tiny model learns in minutes on a CPU,
 //!   for tests and the first example.
 //!

@@ -309,9 +309,9 @@ impl RawProduct {
             })
             .collect::<Vec<(String, Vec<String>)>>();
         if extra.instruction.is_some() {
-            let goals = options
-                .iter()
-                .fold(1usize, |n, (_, values)| n.saturating_mul(values.len().max(1)));
+            let goals = options.iter().fold(1usize, |n, (_, values)| {
+                n.saturating_mul(values.len().max(1))
+            });
             if goals > MAX_GOALS_PER_PRODUCT {
                 return Err(format!(
                     "field `customization_options`: {goals} option combinations would each become \

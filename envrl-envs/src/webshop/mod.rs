@@ -1,6 +1,20 @@
-//! WebShop (Yao et al., 2022) as verl-agent trains on it: the 1000-product catalog, synthetic
-//! goals and their seeded order, the Lucene-exact analyzer and BM25 search (WEBSHOP.md). In
-//! progress: pages, actions and reward.
+//! WebShop (Yao et al., 2022) as verl-agent trains on it, reproduced exactly (WEBSHOP.md): the
+//! 1000-product catalog, synthetic goals and their seeded order, Lucene's analyzer and BM25
+//! ranking, the pages in `text` and `text_rich` mode, actions and their no-op rules, the reward,
+//! and verl-agent's prompt. See `docs/webshop.md`.
+//!
+//! ```
+//! use envrl_envs::webshop::{ObservationMode, WebShopData, WebShopEngine};
+//!
+//! // The generated built-in catalog (real data: `WebShopData::open(dir)`).
+//! let data = WebShopData::generated(0, 200);
+//! let mut engine = WebShopEngine::new(data, 0, ObservationMode::Text);
+//! let page = engine.reset(Some(0));
+//! assert!(page.starts_with("WebShop [SEP] Instruction: [SEP] Find me"));
+//! let result = engine.step("search[shampoo]");
+//! assert!(!result.noop && result.observation.contains("Total results"));
+//! assert!(engine.step("click[nothing here]").noop);
+//! ```
 
 mod action;
 mod analyzer;
