@@ -104,6 +104,9 @@ fn catalog_files(products: &str, instructions: &str) -> tempfile::TempDir {
 
 const GOOD_PRODUCT: &str = r#"{"asin": "B000000001", "name": "Blue Mug", "full_description": "", "pricing": "$5.0", "images": ["u"], "product_category": "Home", "small_description": ["big"], "customization_options": {"Size": [{"value": "Large"}], "Color": null}, "category": "garden", "query": " Mugs "}"#;
 
+/// The options object of [`GOOD_PRODUCT`].
+const OPTIONS: &str = r#"{"Size": [{"value": "Large"}], "Color": null}"#;
+
 #[test]
 fn a_small_catalog_is_processed_with_the_reference_rules() {
     let products = format!("[{GOOD_PRODUCT}, {GOOD_PRODUCT}]");
@@ -159,6 +162,35 @@ fn malformed_catalogs_name_the_file_the_product_and_the_field() {
             GOOD_PRODUCT[..40].to_string(),
             ins,
             &["items_shuffle_1000.json"][..],
+        ),
+        // Unknown option formats: a number, an entry without `value`.
+        (
+            format!("[{}]", GOOD_PRODUCT.replace(OPTIONS, "5")),
+            ins,
+            &["product #0", "customization_options"][..],
+        ),
+        (
+            format!(
+                "[{}]",
+                GOOD_PRODUCT.replace(r#"{"value": "Large"}"#, r#"{"val": "Large"}"#)
+            ),
+            ins,
+            &["product #0", "customization_options", "value"][..],
+        ),
+        // Options whose combinations would make 40^5 goals.
+        (
+            {
+                let values: Vec<String> =
+                    (0..40).map(|i| format!(r#"{{"value": "v{i}"}}"#)).collect();
+                let group = format!("[{}]", values.join(", "));
+                let groups: Vec<String> = (0..5).map(|g| format!(r#""g{g}": {group}"#)).collect();
+                format!(
+                    "[{}]",
+                    GOOD_PRODUCT.replace(OPTIONS, &format!("{{{}}}", groups.join(", ")))
+                )
+            },
+            r#"{"B000000001": {"attributes": [], "instruction": "Find me a mug", "instruction_attributes": ["a"]}}"#,
+            &["B000000001", "customization_options", "combinations"][..],
         ),
     ];
     for (products, instructions, needles) in cases {
