@@ -7,6 +7,8 @@
 //! - [`keydoor`]: a from-scratch tiny LM trained with GRPO on the key-and-door world.
 //! - [`progress`]: the terminal progress bar and metrics file of a run.
 //! - [`replay`]: `envrl replay`, transcripts of recorded action lists.
+//! - [`run`]: `envrl train` / `envrl eval`: whole runs from a TOML config, with plots and an
+//!   evaluation table.
 #![deny(missing_docs)]
 
 pub mod bench;
@@ -14,3 +16,4 @@ pub mod device;
 pub mod keydoor;
 pub mod progress;
 pub mod replay;
+pub mod run;

@@ -79,13 +79,14 @@ pub struct Attention {
 impl Attention {
     /// # Shapes
     /// - `x`: `[batch, seq, d_model]`
-    /// - `mask`: `[batch, n_heads, seq, kv_seq]`, true where hidden
+    /// - `mask`: `[batch, n_heads, seq, kv_seq]`, true where hidden; `None` for plain causal
+    ///   attention (no cache, right-padded rows)
     /// - returns `[batch, seq, d_model]`
     pub fn forward(
         &self,
         x: Tensor<3>,
         rope: &RopeTables,
-        mask: Tensor<4, Bool>,
+        mask: Option<Tensor<4, Bool>>,
         cache: Option<(&mut KvCache, usize)>,
     ) -> Tensor<3> {
         let [batch, seq, _] = x.dims();
@@ -116,9 +117,9 @@ impl Attention {
         let options = AttentionModuleOptions {
             scale: None,
             softcap: None,
-            is_causal: false,
+            is_causal: mask.is_none(),
         };
-        let out = attention(q, k, v, Some(mask), None, options);
+        let out = attention(q, k, v, mask, None, options);
         self.o_proj
             .forward(out.swap_dims(1, 2).reshape([batch, seq, h * hd]))
     }
@@ -153,7 +154,7 @@ impl DecoderLayer {
         &self,
         x: Tensor<3>,
         rope: &RopeTables,
-        mask: Tensor<4, Bool>,
+        mask: Option<Tensor<4, Bool>>,
         cache: Option<(&mut KvCache, usize)>,
     ) -> Tensor<3> {
         let x = x.clone()
@@ -302,7 +303,14 @@ impl CausalLm {
         let (heads, head_dim) = (first.n_heads, first.head_dim);
         let past = cache.as_ref().map_or(0, |c| c.len());
         let rope = RopeTables::new(batch.positions, b, s, head_dim, self.rope_theta, &device);
-        let mask = attention_mask(batch.key_valid, past, s, heads, &device);
+        // Right-padded rows without a cache need only the causal mask: real tokens never see
+        // the padding after them, and padded positions are never read.
+        let right_padded = batch
+            .key_valid
+            .iter()
+            .all(|v| v.windows(2).all(|w| w[0] || !w[1]));
+        let mask = (past > 0 || !right_padded)
+            .then(|| attention_mask(batch.key_valid, past, s, heads, &device));
         let mut x = embedding(self.model.embed_tokens.val(), ids);
         for (i, layer) in self.model.layers.iter().enumerate() {
             let layer_cache = cache.as_deref_mut().map(|c| (c, i));

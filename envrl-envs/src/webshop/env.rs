@@ -1,7 +1,7 @@
 //! WebShop as an [`Environment`], the way verl-agent's workers drive it (WEBSHOP.md §8.1, §8.6).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use envrl::{Environment, Observation, StepOutcome};
 
@@ -32,7 +32,13 @@ pub struct WebShop {
     current: Option<u32>,
     instruction: String,
     last_score: Option<f64>,
+    task: u64,
+    score_log: Option<ScoreLog>,
 }
+
+/// Raw purchase scores (0–1) by task id, shared by the environments of a run, for the
+/// evaluation table (the RL reward only says whether the score was exactly 1).
+pub type ScoreLog = Arc<Mutex<HashMap<u64, f64>>>;
 
 impl WebShop {
     /// An environment over shared data.
@@ -43,7 +49,15 @@ impl WebShop {
             current: None,
             instruction: String::new(),
             last_score: None,
+            task: 0,
+            score_log: None,
         }
+    }
+
+    /// Records every purchase's raw score into `log`, keyed by task id.
+    pub fn with_score_log(mut self, log: ScoreLog) -> Self {
+        self.score_log = Some(log);
+        self
     }
 
     /// The raw score (0–1) of the last purchase, if the last step bought something.
@@ -80,6 +94,7 @@ impl Environment for WebShop {
         self.instruction = page.split(" [SEP] ").nth(2).unwrap_or("").to_string();
         self.current = Some(seed);
         self.last_score = None;
+        self.task = task;
         self.observe(&page)
     }
 
@@ -95,6 +110,11 @@ impl Environment for WebShop {
         let result = engine.step(action);
         let won = result.done && result.reward == 1.0;
         self.last_score = result.done.then_some(result.reward);
+        if let (true, Some(log)) = (result.done, &self.score_log) {
+            log.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(self.task, result.reward);
+        }
         StepOutcome {
             observation: self.observe(&result.observation),
             reward: if won { WIN_REWARD } else { 0.0 },

@@ -20,6 +20,24 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Train an agent: warm start on expert demonstrations, then RL (+ EnvRL objectives).
+    Train {
+        /// alfworld, webshop or keydoor.
+        env: String,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Evaluate the latest checkpoint of a run directory on its held-out tasks.
+    Eval {
+        /// alfworld, webshop or keydoor (must match the run's config).
+        env: String,
+        /// The run directory.
+        #[arg(long)]
+        output_dir: PathBuf,
+        /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
+        #[arg(long, default_value = "cpu")]
+        device: String,
+    },
     /// Replay recorded action lists through an environment engine.
     Replay {
         #[command(subcommand)]
@@ -35,6 +53,50 @@ enum Command {
         #[command(subcommand)]
         what: BenchWhat,
     },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Starting point: cpu-tiny (a from-scratch tiny LM sized for 2 CPU cores).
+    #[arg(long, default_value = "cpu-tiny")]
+    preset: String,
+    /// A TOML config (a run's config.toml works); replaces the preset.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Override any config field, e.g. --set trainer.learning_rate=1e-4 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+    /// Advantage estimator: grpo, ppo, rloo or gigpo.
+    #[arg(long)]
+    algo: Option<String>,
+    /// Auxiliary objectives, comma-separated: state-prediction, inverse-dynamics,
+    /// state-prediction-in-sequence, or none.
+    #[arg(long)]
+    aux: Option<String>,
+    /// Seed of the run (tasks, model, sampling).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Training iterations.
+    #[arg(long)]
+    iterations: Option<usize>,
+    /// The model: tiny.
+    #[arg(long)]
+    model: Option<String>,
+    /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// Run directory (default runs/<env>__<algo>__<seed>__<time>).
+    #[arg(long)]
+    output_dir: Option<PathBuf>,
+    /// Continue from the run directory's latest checkpoint.
+    #[arg(long)]
+    resume: bool,
+    /// Overwrite a run directory that holds another run's checkpoints.
+    #[arg(long)]
+    force: bool,
+    /// No progress bars or summaries.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Subcommand)]
@@ -132,8 +194,78 @@ enum WordingArg {
     V211,
 }
 
+fn train(env: &str, args: RunArgs) -> Result<()> {
+    use envrl_examples::run::{RunConfig, RunOptions};
+    let mut config = match &args.config {
+        Some(path) => RunConfig::from_toml_file(path)?,
+        None => RunConfig::preset(&args.preset, env)?,
+    };
+    if config.env != env {
+        anyhow::bail!("the config is for `{}`, not `{env}`", config.env);
+    }
+    config = config.with_algorithm(args.algo.as_deref(), args.aux.as_deref())?;
+    let mut overrides = args.overrides.clone();
+    if let Some(seed) = args.seed {
+        overrides.push(format!("trainer.seed={seed}"));
+    }
+    if let Some(iterations) = args.iterations {
+        overrides.push(format!("trainer.iterations={iterations}"));
+    }
+    if let Some(model) = &args.model {
+        overrides.push(format!("model=\"{model}\""));
+    }
+    config = config.with_overrides(&overrides)?;
+    let algo = args.algo.clone().unwrap_or_else(|| "grpo".into());
+    let output_dir = args.output_dir.clone().unwrap_or_else(|| {
+        let time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        PathBuf::from("runs").join(format!("{env}__{algo}__{}__{time}", config.trainer.seed))
+    });
+    let options = RunOptions {
+        output_dir,
+        resume: args.resume,
+        force: args.force,
+        device: envrl_examples::device::parse_device(&args.device)?,
+        quiet: args.quiet,
+        eval_only: false,
+    };
+    let summary = envrl_examples::run::train(&config, &options)?;
+    if !args.quiet {
+        println!("done in {:.0} s", summary.wall_s);
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
     match Cli::parse().command {
+        Command::Train { env, run } => train(&env, run)?,
+        Command::Eval {
+            env,
+            output_dir,
+            device,
+        } => {
+            let options = envrl_examples::run::RunOptions {
+                output_dir,
+                resume: true,
+                force: false,
+                device: envrl_examples::device::parse_device(&device)?,
+                quiet: false,
+                eval_only: true,
+            };
+            let config = envrl_examples::run::RunConfig::from_toml_file(
+                &options.output_dir.join("config.toml"),
+            )?;
+            if config.env != env {
+                anyhow::bail!(
+                    "{} is a `{}` run, not `{env}`",
+                    options.output_dir.display(),
+                    config.env
+                );
+            }
+            envrl_examples::run::evaluate(&options)?;
+        }
         Command::Replay {
             env:
                 ReplayEnv::Alfworld {

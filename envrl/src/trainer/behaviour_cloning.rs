@@ -25,9 +25,21 @@ impl BehaviourCloning {
     /// and the loss of each step.
     pub fn train<P: Policy>(
         &self,
+        policy: P,
+        examples: &[ScoreRow],
+        rng: &mut ChaCha8Rng,
+    ) -> (P, Vec<f32>) {
+        self.train_with_callback(policy, examples, rng, &mut |_, _| {})
+    }
+
+    /// [`BehaviourCloning::train`], calling `on_step(step, loss)` after each step (for a
+    /// progress bar).
+    pub fn train_with_callback<P: Policy>(
+        &self,
         mut policy: P,
         examples: &[ScoreRow],
         rng: &mut ChaCha8Rng,
+        on_step: &mut dyn FnMut(usize, f32),
     ) -> (P, Vec<f32>) {
         let mut optimizer = AdamWConfig::new()
             .with_weight_decay(0.01)
@@ -39,7 +51,7 @@ impl BehaviourCloning {
         if examples.is_empty() {
             return (policy, losses);
         }
-        for _ in 0..self.steps {
+        for step in 0..self.steps {
             let mut rows = Vec::with_capacity(self.batch_size);
             while rows.len() < self.batch_size {
                 if cursor == order.len() {
@@ -50,7 +62,9 @@ impl BehaviourCloning {
                 cursor += 1;
             }
             let loss = token_mean_cross_entropy(&policy.score(&rows, false));
-            losses.push(loss.clone().into_scalar::<f32>());
+            let value = loss.clone().into_scalar::<f32>();
+            losses.push(value);
+            on_step(step, value);
             let mut grads = GradientsParams::from_grads(loss.backward(), &policy);
             if clip_global_grad_norm(&policy, &mut grads, self.max_grad_norm).is_some() {
                 policy = optimizer.step(self.learning_rate, policy, grads);

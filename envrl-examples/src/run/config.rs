@@ -1,0 +1,357 @@
+//! The configuration of a training run: one TOML file, every field overridable from the
+//! command line with `--set path.to.field=value`.
+
+use anyhow::{Context, Result, bail};
+use envrl::TrainerConfig;
+use envrl_algos::{AlgorithmConfig, AuxConfig, ClippedPgConfig, LmConfig};
+use serde::{Deserialize, Serialize};
+
+/// The environments `envrl train` knows.
+pub const ENV_NAMES: [&str; 3] = ["alfworld", "webshop", "keydoor"];
+
+/// The presets `--preset` knows.
+pub const PRESET_NAMES: [&str; 1] = ["cpu-tiny"];
+
+/// A from-scratch model's sizes (Qwen2 architecture).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TinyModelConfig {
+    /// Width of the residual stream.
+    pub hidden_size: usize,
+    /// Width of the MLP.
+    pub intermediate_size: usize,
+    /// Decoder layers.
+    pub layers: usize,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads.
+    pub kv_heads: usize,
+}
+
+impl Default for TinyModelConfig {
+    fn default() -> Self {
+        Self {
+            hidden_size: 64,
+            intermediate_size: 128,
+            layers: 2,
+            heads: 4,
+            kv_heads: 2,
+        }
+    }
+}
+
+impl TinyModelConfig {
+    /// The model config for a vocabulary.
+    pub fn lm_config(&self, vocab_size: usize) -> LmConfig {
+        LmConfig::new(
+            vocab_size,
+            self.hidden_size,
+            self.intermediate_size,
+            self.layers,
+            self.heads,
+            self.kv_heads,
+        )
+    }
+}
+
+/// The supervised warm start on expert demonstrations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WarmupConfig {
+    /// Expert episodes recorded.
+    pub episodes: usize,
+    /// Optimizer steps (0 skips the warm start).
+    pub steps: usize,
+    /// Examples per step.
+    pub batch_size: usize,
+    /// AdamW learning rate.
+    pub learning_rate: f64,
+}
+
+impl Default for WarmupConfig {
+    fn default() -> Self {
+        Self {
+            episodes: 100,
+            steps: 200,
+            batch_size: 16,
+            learning_rate: 3e-3,
+        }
+    }
+}
+
+/// How many tasks the run trains and evaluates on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TasksConfig {
+    /// Training tasks (generated games, goals, worlds).
+    pub train: usize,
+    /// Held-out evaluation tasks.
+    pub eval: usize,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        Self {
+            train: 200,
+            eval: 60,
+        }
+    }
+}
+
+/// Everything a run needs; written to `config.toml` in the run directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// `alfworld`, `webshop` or `keydoor`.
+    pub env: String,
+    /// The model: `tiny` (from scratch).
+    pub model: String,
+    /// Sizes of the tiny model.
+    #[serde(default)]
+    pub tiny: TinyModelConfig,
+    /// The warm start.
+    #[serde(default)]
+    pub warmup: WarmupConfig,
+    /// Task counts.
+    #[serde(default)]
+    pub tasks: TasksConfig,
+    /// Iterations, batch, learning rate, sampling, evaluation, checkpoints.
+    #[serde(default)]
+    pub trainer: TrainerConfig,
+    /// Estimator, actor loss and auxiliary objectives.
+    #[serde(default)]
+    pub algorithm: AlgorithmConfig,
+}
+
+impl RunConfig {
+    /// The `cpu-tiny` preset for an environment: a from-scratch tiny LM, an SFT warm start on
+    /// expert demonstrations, then GRPO + EnvRL, sized for 2 CPU cores.
+    ///
+    /// # Errors
+    /// When the environment name is unknown.
+    pub fn cpu_tiny(env: &str) -> Result<Self> {
+        check_name("environment", env, &ENV_NAMES)?;
+        let mut trainer = TrainerConfig {
+            iterations: 20,
+            groups: 8,
+            group_size: 4,
+            max_steps: 20,
+            mini_batch_rows: 128,
+            learning_rate: 1e-3,
+            weight_decay: 0.0,
+            eval_every: 5,
+            eval_episodes: 32,
+            checkpoint_every: 5,
+            ..Default::default()
+        };
+        trainer.sampling.max_new_tokens = 40;
+        trainer.eval_sampling.max_new_tokens = 40;
+        let mut warmup = WarmupConfig::default();
+        let mut tasks = TasksConfig::default();
+        match env {
+            "webshop" => {
+                trainer.max_steps = 15;
+                trainer.sampling.max_new_tokens = 48;
+                trainer.eval_sampling.max_new_tokens = 48;
+                tasks = TasksConfig {
+                    train: 400,
+                    eval: 64,
+                };
+            }
+            "keydoor" => {
+                trainer.max_steps = 12;
+                trainer.iterations = 30;
+                trainer.groups = 16;
+                trainer.group_size = 8;
+                trainer.mini_batch_rows = 256;
+                trainer.learning_rate = 3e-4;
+                trainer.sampling.max_new_tokens = 4;
+                trainer.eval_sampling.max_new_tokens = 4;
+                trainer.eval_sampling.temperature = 1.0;
+                trainer.eval_episodes = 64;
+                warmup.steps = 150;
+                tasks = TasksConfig {
+                    train: 1000,
+                    eval: 1000,
+                };
+            }
+            _ => {}
+        }
+        Ok(Self {
+            env: env.to_string(),
+            model: "tiny".into(),
+            tiny: TinyModelConfig::default(),
+            warmup,
+            tasks,
+            trainer,
+            algorithm: AlgorithmConfig {
+                loss: ClippedPgConfig {
+                    kl_coef: 0.0,
+                    entropy_coef: 0.0,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        })
+    }
+
+    /// A preset by name.
+    ///
+    /// # Errors
+    /// When the preset or environment name is unknown.
+    pub fn preset(name: &str, env: &str) -> Result<Self> {
+        check_name("preset", name, &PRESET_NAMES)?;
+        Self::cpu_tiny(env)
+    }
+
+    /// Reads a TOML file; unknown keys are errors that name the key.
+    ///
+    /// # Errors
+    /// When the file cannot be read or parsed.
+    pub fn from_toml_file(path: &std::path::Path) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let config: Self =
+            toml::from_str(&text).with_context(|| format!("config file {}", path.display()))?;
+        check_name("environment", &config.env, &ENV_NAMES)?;
+        config.trainer.validate()?;
+        Ok(config)
+    }
+
+    /// The config as TOML.
+    ///
+    /// # Errors
+    /// When a value cannot be represented (never for this struct).
+    pub fn to_toml(&self) -> Result<String> {
+        Ok(toml::to_string_pretty(self)?)
+    }
+
+    /// Applies `path.to.field=value` overrides (the value is read as TOML, or as a string if it
+    /// is not valid TOML), re-validating the result.
+    ///
+    /// # Errors
+    /// When an override is malformed or names an unknown field.
+    pub fn with_overrides(self, overrides: &[String]) -> Result<Self> {
+        if overrides.is_empty() {
+            return Ok(self);
+        }
+        let mut tree = toml::Value::try_from(&self)?;
+        for item in overrides {
+            let (path, raw) = item
+                .split_once('=')
+                .with_context(|| format!("override `{item}` is not of the form key=value"))?;
+            let value: toml::Value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+            let mut node = &mut tree;
+            let keys: Vec<&str> = path.split('.').collect();
+            for key in &keys[..keys.len() - 1] {
+                node = node
+                    .as_table_mut()
+                    .and_then(|t| t.get_mut(*key))
+                    .with_context(|| format!("override `{item}`: no section `{key}`"))?;
+            }
+            let table = node
+                .as_table_mut()
+                .with_context(|| format!("override `{item}`: `{path}` is not inside a section"))?;
+            table.insert(keys[keys.len() - 1].to_string(), value);
+        }
+        let config: Self = tree.try_into().context("after applying the overrides")?;
+        check_name("environment", &config.env, &ENV_NAMES)?;
+        config.trainer.validate()?;
+        Ok(config)
+    }
+
+    /// Selects the estimator and objectives by name (`--algo`, `--aux`).
+    ///
+    /// # Errors
+    /// When a name is unknown (the message lists the known ones).
+    pub fn with_algorithm(mut self, algo: Option<&str>, aux: Option<&str>) -> Result<Self> {
+        if let Some(algo) = algo {
+            self.algorithm.advantage =
+                envrl_algos::AdvantageConfig::from_name(algo).with_context(|| {
+                    unknown("algorithm", algo, &envrl_algos::AdvantageConfig::NAMES)
+                })?;
+        }
+        if let Some(aux) = aux {
+            self.algorithm.aux = aux
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty() && *s != "none")
+                .map(|name| {
+                    AuxConfig::from_name(name).with_context(|| {
+                        unknown(
+                            "auxiliary objective",
+                            name,
+                            &[
+                                "state-prediction",
+                                "inverse-dynamics",
+                                "state-prediction-in-sequence",
+                                "none",
+                            ],
+                        )
+                    })
+                })
+                .collect::<Result<_>>()?;
+        }
+        Ok(self)
+    }
+}
+
+fn unknown(kind: &str, name: &str, known: &[&str]) -> String {
+    format!(
+        "unknown {kind} `{name}`; expected one of: {}",
+        known.join(", ")
+    )
+}
+
+fn check_name(kind: &str, name: &str, known: &[&str]) -> Result<()> {
+    if !known.contains(&name) {
+        bail!(unknown(kind, name, known));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_round_trip_through_toml_and_overrides_apply() {
+        let config = RunConfig::cpu_tiny("alfworld").unwrap();
+        let text = config.to_toml().unwrap();
+        let back: RunConfig = toml::from_str(&text).unwrap();
+        assert_eq!(back, config);
+        let changed = config
+            .with_overrides(&["trainer.learning_rate=0.5".into(), "tasks.train=7".into()])
+            .unwrap();
+        assert_eq!(changed.trainer.learning_rate, 0.5);
+        assert_eq!(changed.tasks.train, 7);
+    }
+
+    #[test]
+    fn typos_and_unknown_names_are_named() {
+        let config = RunConfig::cpu_tiny("keydoor").unwrap();
+        let err = config
+            .clone()
+            .with_overrides(&["trainer.learnig_rate=0.5".into()])
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("learnig_rate"), "{err:#}");
+        let err = config
+            .clone()
+            .with_algorithm(Some("ppo2"), None)
+            .unwrap_err();
+        assert!(err.to_string().contains("grpo, ppo, rloo, gigpo"), "{err}");
+        let err = config
+            .with_algorithm(None, Some("state-predict"))
+            .unwrap_err();
+        assert!(err.to_string().contains("inverse-dynamics"), "{err}");
+        assert!(
+            RunConfig::cpu_tiny("minecraft")
+                .unwrap_err()
+                .to_string()
+                .contains("alfworld")
+        );
+    }
+}

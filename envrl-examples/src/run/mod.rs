@@ -1,0 +1,336 @@
+//! `envrl train` and `envrl eval`: a whole run from a [`RunConfig`] — tokenizer, model, SFT warm
+//! start on expert demonstrations, RL with the configured estimator and objectives, progress bar,
+//! metrics, checkpoints, plots and the evaluation table.
+
+mod config;
+mod corpus;
+mod report;
+mod setup;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use burn::tensor::Device;
+use envrl::{
+    BehaviourCloning, Environment, IterationMetrics, ScoreRow, Trainer, TrainerParts,
+    latest_checkpoint,
+};
+use envrl_algos::AuxConfig;
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+pub use config::{ENV_NAMES, PRESET_NAMES, RunConfig, TasksConfig, TinyModelConfig, WarmupConfig};
+pub use corpus::{TextCollector, word_tokenizer};
+pub use report::{EvalRow, eval_markdown, eval_table, plot_history};
+pub use setup::{EnvSetup, alfworld, keydoor, webshop};
+
+use crate::progress::RunProgress;
+
+/// Where and how a run happens.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The run directory (config, metrics, checkpoints, plots, evaluation).
+    pub output_dir: PathBuf,
+    /// Continue from the latest checkpoint in the run directory.
+    pub resume: bool,
+    /// Overwrite a run directory that holds another run's checkpoints.
+    pub force: bool,
+    /// The device (an autodiff device is made from it).
+    pub device: Device,
+    /// Hide the progress bars.
+    pub quiet: bool,
+    /// Only evaluate the latest checkpoint of the run directory (`envrl eval`).
+    pub eval_only: bool,
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    /// Held-out success before RL (after the warm start), when it was measured.
+    pub before: Option<f64>,
+    /// The final evaluation table (last row: all tasks).
+    pub table: Vec<EvalRow>,
+    /// Seconds from start to end.
+    pub wall_s: f64,
+}
+
+/// Trains as configured.
+///
+/// # Errors
+/// On an unknown environment, unreadable data, a run directory that holds another run's
+/// checkpoints (without `resume` or `force`), or a checkpoint that does not fit.
+pub fn train(config: &RunConfig, options: &RunOptions) -> Result<RunSummary> {
+    match config.env.as_str() {
+        "alfworld" => train_with(setup::alfworld(config)?, config, options),
+        "webshop" => train_with(setup::webshop(config)?, config, options),
+        "keydoor" => train_with(setup::keydoor(config), config, options),
+        other => bail!(
+            "unknown environment `{other}`; expected one of: {}",
+            ENV_NAMES.join(", ")
+        ),
+    }
+}
+
+/// Evaluates the latest checkpoint of the run in `options.output_dir` (its `config.toml`) on the
+/// held-out tasks and writes `eval.md` and `eval.json`.
+///
+/// # Errors
+/// When the run directory has no config or checkpoint, or they do not fit.
+pub fn evaluate(options: &RunOptions) -> Result<RunSummary> {
+    let config = RunConfig::from_toml_file(&options.output_dir.join("config.toml"))?;
+    let options = RunOptions {
+        resume: true,
+        force: false,
+        eval_only: true,
+        ..options.clone()
+    };
+    train(&config, &options)
+}
+
+/// The metrics of a run directory, in order.
+///
+/// # Errors
+/// When the file cannot be read or a line is not a metrics record.
+pub fn read_metrics(dir: &Path) -> Result<Vec<IterationMetrics>> {
+    let path = dir.join("metrics.jsonl");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).with_context(|| format!("a line of {}", path.display())))
+        .collect()
+}
+
+/// Keeps only the complete metrics records of iterations before `iteration` (a killed run may
+/// have recorded later iterations, or half a line, after its last checkpoint).
+fn truncate_metrics(dir: &Path, iteration: usize) -> Result<()> {
+    let path = dir.join("metrics.jsonl");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(());
+    };
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            serde_json::from_str::<IterationMetrics>(l).is_ok_and(|m| m.iteration < iteration)
+        })
+        .collect();
+    let mut out = kept.join("\n");
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    std::fs::write(&path, out).with_context(|| format!("rewriting {}", path.display()))
+}
+
+fn prepare_dir(options: &RunOptions) -> Result<Option<PathBuf>> {
+    let dir = &options.output_dir;
+    let checkpoints = dir.join("checkpoints");
+    let existing = latest_checkpoint(&checkpoints);
+    match (&existing, options.resume, options.force) {
+        (Some(_), false, false) => bail!(
+            "{} already holds a run's checkpoints; pass --resume to continue it or --force to \
+             overwrite it",
+            dir.display()
+        ),
+        (_, false, true) => {
+            for stale in ["checkpoints", "metrics.jsonl"] {
+                let path = dir.join(stale);
+                if path.is_dir() {
+                    std::fs::remove_dir_all(&path)?;
+                } else if path.exists() {
+                    std::fs::remove_file(&path)?;
+                }
+            }
+        }
+        (None, true, _) => bail!("--resume: no checkpoint in {}", checkpoints.display()),
+        _ => {}
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(if options.resume { existing } else { None })
+}
+
+fn bar(len: usize, quiet: bool, what: &str) -> ProgressBar {
+    let bar = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(len as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{what} {{elapsed_precise}} [{{bar:30}}] {{pos}}/{{len}} {{msg}}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+fn train_with<E: Environment + 'static>(
+    setup: EnvSetup<E>,
+    config: &RunConfig,
+    options: &RunOptions,
+) -> Result<RunSummary> {
+    let start = Instant::now();
+    let resume_from = prepare_dir(options)?;
+    let dir = &options.output_dir;
+    if !options.eval_only {
+        std::fs::write(dir.join("config.toml"), config.to_toml()?)
+            .with_context(|| format!("writing {}", dir.join("config.toml").display()))?;
+    }
+    if config.model != "tiny" {
+        bail!(
+            "model `{}`: only `tiny` (a from-scratch model) can be trained so far",
+            config.model
+        );
+    }
+    let say = |line: String| {
+        if !options.quiet {
+            println!("{line}");
+        }
+    };
+    say(format!("tasks: {}", setup.source));
+
+    // The word tokenizer covers everything the expert's episodes encode.
+    let collector = TextCollector::default();
+    (setup.demonstrate)(&collector, config.warmup.episodes);
+    let tokenizer = std::sync::Arc::new(word_tokenizer(
+        collector.into_texts(),
+        &setup.environment,
+        &["Nothing happens."],
+    ));
+    tokenizer
+        .save(dir.join("tokenizer.json"))
+        .with_context(|| format!("writing {}", dir.join("tokenizer.json").display()))?;
+    let device = options.device.clone().autodiff();
+    let mut model = config
+        .tiny
+        .lm_config(envrl::Tokenizer::vocab_size(tokenizer.as_ref()))
+        .init(&device, config.trainer.seed)?;
+
+    if resume_from.is_none() && config.warmup.steps > 0 {
+        let demos = (setup.demonstrate)(tokenizer.as_ref(), config.warmup.episodes);
+        let won = demos.iter().filter(|d| d.won).count();
+        let rows: Vec<ScoreRow> = demos.into_iter().flat_map(|d| d.rows).collect();
+        let progress = bar(config.warmup.steps, options.quiet, "warm start");
+        let bc = BehaviourCloning {
+            steps: config.warmup.steps,
+            batch_size: config.warmup.batch_size,
+            learning_rate: config.warmup.learning_rate,
+            max_grad_norm: 1.0,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(config.trainer.seed.wrapping_add(1));
+        let (trained, losses) =
+            bc.train_with_callback(model, &rows, &mut rng, &mut |step, loss| {
+                progress.set_position(step as u64 + 1);
+                progress.set_message(format!("loss {loss:.3}"));
+            });
+        progress.finish_and_clear();
+        model = trained;
+        say(format!(
+            "warm start: {} expert episodes ({won} won), {} rows, loss {:.3} -> {:.3}",
+            config.warmup.episodes,
+            rows.len(),
+            losses.first().copied().unwrap_or(f32::NAN),
+            losses.last().copied().unwrap_or(f32::NAN)
+        ));
+    }
+
+    let mut algorithm = config.algorithm.clone();
+    for aux in &mut algorithm.aux {
+        match aux {
+            AuxConfig::StatePrediction(c) => c.transitions.environment = setup.environment.clone(),
+            AuxConfig::InverseDynamics(c) => c.transitions.environment = setup.environment.clone(),
+            AuxConfig::StatePredictionInSequence(_) => {}
+        }
+    }
+    let parts = algorithm.build();
+    let critic = algorithm.build_critic(&model);
+    let eval_tasks = setup.eval_tasks.clone();
+    let mut trainer = Trainer::new(
+        config.trainer.clone(),
+        model,
+        TrainerParts {
+            tokenizer: tokenizer.clone(),
+            prompt: setup.prompt,
+            parser: setup.parser,
+            advantage: parts.advantage,
+            loss: parts.loss,
+            critic,
+            aux: parts.aux,
+            make_env: setup.make_env,
+            train_tasks: setup.train_tasks,
+            eval_tasks: eval_tasks.clone(),
+        },
+    )?
+    .with_checkpoint_dir(dir.join("checkpoints"));
+    let scores = setup.scores.clone();
+    let evaluate = |trainer: &mut Trainer<envrl_algos::CausalLm, E>| {
+        if let Some(log) = &scores {
+            log.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
+        let report = trainer.evaluate(eval_tasks.len());
+        let scores: Option<BTreeMap<u64, f64>> = scores.as_ref().map(|log| {
+            log.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .map(|(k, v)| (*k, *v))
+                .collect()
+        });
+        eval_table(&report, &setup.task_label, scores.as_ref())
+    };
+
+    let before = match &resume_from {
+        Some(path) => {
+            trainer.resume(path)?;
+            if !options.eval_only {
+                truncate_metrics(dir, trainer.iteration())?;
+            }
+            say(format!(
+                "resumed from {} (iteration {})",
+                path.display(),
+                trainer.iteration()
+            ));
+            None
+        }
+        None => {
+            let table = evaluate(&mut trainer);
+            let success = table.last().map_or(0.0, |r| r.success);
+            say(format!(
+                "held-out success before RL: {:.3} ({} episodes)",
+                success,
+                eval_tasks.len()
+            ));
+            Some(success)
+        }
+    };
+
+    if !options.eval_only {
+        let mut progress = RunProgress::new(config.trainer.iterations, dir, options.quiet)?;
+        trainer.run(&mut progress)?;
+        progress.finish();
+        trainer.save_checkpoint()?;
+    }
+
+    let table = evaluate(&mut trainer);
+    let markdown = eval_markdown(&table);
+    std::fs::write(dir.join("eval.md"), &markdown)?;
+    std::fs::write(dir.join("eval.json"), serde_json::to_string_pretty(&table)?)?;
+    let history = read_metrics(dir).unwrap_or_default();
+    let plots = plot_history(&history, dir)?;
+    say(format!(
+        "held-out evaluation after RL ({} episodes):\n{markdown}",
+        eval_tasks.len()
+    ));
+    say(format!(
+        "run directory: {} (config.toml, metrics.jsonl, eval.md, {} plots, checkpoints/)",
+        dir.display(),
+        plots.len()
+    ));
+    Ok(RunSummary {
+        before,
+        table,
+        wall_s: start.elapsed().as_secs_f64(),
+    })
+}

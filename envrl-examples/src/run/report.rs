@@ -1,0 +1,253 @@
+//! What a run leaves behind besides its checkpoints: plots of the learning curves (SVG and PNG)
+//! and the evaluation table.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result};
+use envrl::{EvalReport, IterationMetrics};
+use plotters::prelude::*;
+
+/// One row of the evaluation table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EvalRow {
+    /// Task type or category.
+    pub label: String,
+    /// Episodes played.
+    pub episodes: usize,
+    /// Success rate.
+    pub success: f64,
+    /// Mean raw score (WebShop), if known.
+    pub score: Option<f64>,
+}
+
+/// Groups an evaluation by task label; `scores` are WebShop raw scores by task.
+pub fn eval_table(
+    report: &EvalReport,
+    label: &dyn Fn(u64) -> String,
+    scores: Option<&BTreeMap<u64, f64>>,
+) -> Vec<EvalRow> {
+    let mut groups: BTreeMap<String, (usize, usize, f64)> = BTreeMap::new();
+    for t in &report.batch.trajectories {
+        let entry = groups.entry(label(t.task_id)).or_default();
+        entry.0 += 1;
+        entry.1 += usize::from(t.won());
+        entry.2 += scores
+            .and_then(|s| s.get(&t.task_id))
+            .copied()
+            .unwrap_or(0.0);
+    }
+    let mut rows: Vec<EvalRow> = groups
+        .into_iter()
+        .map(|(label, (n, wins, score))| EvalRow {
+            label,
+            episodes: n,
+            success: wins as f64 / n.max(1) as f64,
+            score: scores.map(|_| score / n.max(1) as f64),
+        })
+        .collect();
+    if rows.len() == 1 {
+        rows[0].label = "all".into();
+        return rows;
+    }
+    let n: usize = rows.iter().map(|r| r.episodes).sum();
+    let wins: f64 = rows.iter().map(|r| r.success * r.episodes as f64).sum();
+    let score: f64 = rows
+        .iter()
+        .map(|r| r.score.unwrap_or(0.0) * r.episodes as f64)
+        .sum();
+    rows.push(EvalRow {
+        label: "all".into(),
+        episodes: n,
+        success: wins / n.max(1) as f64,
+        score: scores.map(|_| score / n.max(1) as f64),
+    });
+    rows
+}
+
+/// The table as Markdown.
+pub fn eval_markdown(rows: &[EvalRow]) -> String {
+    let with_score = rows.iter().any(|r| r.score.is_some());
+    let mut out = String::from(if with_score {
+        "| task | episodes | success (%) | score (×100) |\n|---|---|---|---|\n"
+    } else {
+        "| task | episodes | success (%) |\n|---|---|---|\n"
+    });
+    for r in rows {
+        match r.score {
+            Some(s) => out.push_str(&format!(
+                "| {} | {} | {:.1} | {:.1} |\n",
+                r.label,
+                r.episodes,
+                100.0 * r.success,
+                100.0 * s
+            )),
+            None => out.push_str(&format!(
+                "| {} | {} | {:.1} |\n",
+                r.label,
+                r.episodes,
+                100.0 * r.success
+            )),
+        }
+    }
+    out
+}
+
+/// Registers a system sans-serif font for PNG text, once; `false` if none was found.
+fn png_font() -> bool {
+    static FONT: OnceLock<bool> = OnceLock::new();
+    *FONT.get_or_init(|| {
+        let candidates = [
+            "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+            "/usr/share/fonts/TTF/DejaVuSans.ttf",
+            "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+            "/System/Library/Fonts/Supplemental/Arial.ttf",
+            "C:\\Windows\\Fonts\\arial.ttf",
+        ];
+        candidates.iter().any(|path| {
+            std::fs::read(path).is_ok_and(|bytes| {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok()
+            })
+        })
+    })
+}
+
+/// A named curve: `(environment steps, value)` points.
+type Curve = (String, Vec<(f64, f64)>);
+
+/// One curve of a metric against environment steps.
+fn series(history: &[IterationMetrics], name: &str) -> Vec<(f64, f64)> {
+    history
+        .iter()
+        .filter_map(|m| m.get(name).map(|v| (m.env_steps as f64, v)))
+        .filter(|(_, v)| v.is_finite())
+        .collect()
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    curves: &[Curve],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let points = curves.iter().flat_map(|(_, c)| c.iter());
+    let (mut x1, mut y0, mut y1) = (1.0f64, f64::INFINITY, f64::NEG_INFINITY);
+    for &(x, y) in points {
+        x1 = x1.max(x);
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if !y0.is_finite() {
+        (y0, y1) = (0.0, 1.0);
+    }
+    if y1 - y0 < 1e-9 {
+        y1 = y0 + 1.0;
+    }
+    let pad = 0.05 * (y1 - y0);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0..x1, (y0 - pad)..(y1 + pad))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    chart
+        .configure_mesh()
+        .x_desc("environment steps")
+        .draw()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let colors = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
+    for (i, (name, curve)) in curves.iter().enumerate() {
+        let color = colors[i % colors.len()];
+        chart
+            .draw_series(LineSeries::new(
+                curve.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+        chart
+            .draw_series(curve.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(())
+}
+
+/// Writes `success`, `return` and `losses` plots (SVG and PNG) into `dir`; returns the files
+/// written (none, with a notice, when no system font is found to measure text).
+///
+/// # Errors
+/// When a file cannot be written.
+pub fn plot_history(history: &[IterationMetrics], dir: &Path) -> Result<Vec<PathBuf>> {
+    let loss_names: Vec<String> = history
+        .iter()
+        .flat_map(|m| m.values.keys())
+        .filter(|k| k.starts_with("loss/"))
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let plots: Vec<(&str, &str, Vec<Curve>)> = vec![
+        (
+            "success",
+            "Success rate",
+            vec![
+                ("train".into(), series(history, "episode/success")),
+                ("eval".into(), series(history, "eval/success")),
+            ],
+        ),
+        (
+            "return",
+            "Episode return",
+            vec![("train".into(), series(history, "episode/return"))],
+        ),
+        (
+            "losses",
+            "Losses",
+            loss_names
+                .iter()
+                .map(|n| (n.clone(), series(history, n)))
+                .collect(),
+        ),
+    ];
+    let mut written = Vec::new();
+    // Both backends measure text with the registered font.
+    if !png_font() {
+        eprintln!("no system font found (DejaVu Sans); skipping the plots");
+        return Ok(written);
+    }
+    for (file, title, curves) in &plots {
+        let svg = dir.join(format!("{file}.svg"));
+        draw(
+            SVGBackend::new(&svg, (720, 420)).into_drawing_area(),
+            title,
+            curves,
+        )
+        .with_context(|| format!("drawing {}", svg.display()))?;
+        written.push(svg);
+        {
+            let png = dir.join(format!("{file}.png"));
+            draw(
+                BitMapBackend::new(&png, (720, 420)).into_drawing_area(),
+                title,
+                curves,
+            )
+            .with_context(|| format!("drawing {}", png.display()))?;
+            written.push(png);
+        }
+    }
+    Ok(written)
+}

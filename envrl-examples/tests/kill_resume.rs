@@ -1,0 +1,124 @@
+//! A training run killed with SIGKILL after a checkpoint and resumed ends exactly where an
+//! uninterrupted run ends: same metrics, same evaluation, same parameters.
+#![allow(missing_docs)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ARGS: &[&str] = &[
+    "train",
+    "keydoor",
+    "--quiet",
+    "--iterations",
+    "5",
+    "--set",
+    "trainer.checkpoint_every=1",
+    "--set",
+    "trainer.keep_checkpoints=10",
+    "--set",
+    "trainer.groups=4",
+    "--set",
+    "trainer.group_size=4",
+    "--set",
+    "trainer.eval_every=2",
+    "--set",
+    "trainer.eval_episodes=16",
+    "--set",
+    "tasks.eval=16",
+    "--set",
+    "warmup.steps=20",
+];
+
+fn envrl(dir: &Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_envrl"));
+    command
+        .args(ARGS)
+        .arg("--output-dir")
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    command
+}
+
+/// The last record of each iteration, without timings.
+fn metrics(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+    let mut by_iteration = std::collections::BTreeMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+        record
+            .as_object_mut()
+            .unwrap()
+            .retain(|k, _| !k.starts_with("perf/"));
+        by_iteration.insert(record["iteration"].as_u64().unwrap(), record);
+    }
+    by_iteration.into_values().collect()
+}
+
+#[test]
+fn a_killed_and_resumed_run_equals_an_uninterrupted_one() {
+    let root = tempfile::tempdir().unwrap();
+    let (straight, killed) = (root.path().join("straight"), root.path().join("killed"));
+    assert!(envrl(&straight, &[]).status().unwrap().success());
+
+    let mut child = envrl(&killed, &[]).spawn().unwrap();
+    let checkpoint = killed.join("checkpoints/ckpt-000002");
+    let start = Instant::now();
+    while !checkpoint.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "no checkpoint appeared"
+        );
+        if child.try_wait().unwrap().is_some() {
+            panic!("the run ended before it could be killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+    assert!(
+        !killed.join("checkpoints/ckpt-000005").exists(),
+        "the run finished before the kill"
+    );
+
+    // Without --resume the directory is refused, so nothing is overwritten by mistake.
+    let refused = envrl(&killed, &[]).stderr(Stdio::piped()).output().unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--resume"));
+
+    assert!(envrl(&killed, &["--resume"]).status().unwrap().success());
+    assert_eq!(metrics(&killed), metrics(&straight));
+    let read = |dir: &Path, file: &str| std::fs::read(dir.join(file)).unwrap();
+    assert_eq!(read(&killed, "eval.json"), read(&straight, "eval.json"));
+    assert_eq!(final_parameters(&killed), final_parameters(&straight));
+}
+
+/// The parameters of the run's final checkpoint (the files also hold random parameter ids, so
+/// they are compared by value).
+fn final_parameters(dir: &Path) -> Vec<f32> {
+    use burn::module::{Module, ModuleVisitor, Param};
+    use burn::tensor::{Device, Tensor};
+    struct Flatten(Vec<f32>);
+    impl ModuleVisitor for Flatten {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            let data = param.val().into_data().convert::<f32>();
+            self.0.extend(data.try_to_vec::<f32>().unwrap());
+        }
+    }
+    let config = envrl_examples::run::RunConfig::from_toml_file(&dir.join("config.toml")).unwrap();
+    let tokenizer = envrl_algos::WordTokenizer::load(dir.join("tokenizer.json")).unwrap();
+    let model = config
+        .tiny
+        .lm_config(envrl::Tokenizer::vocab_size(&tokenizer))
+        .init(&Device::flex().autodiff(), 0)
+        .unwrap();
+    let optimizer = burn::optim::AdamWConfig::new().init();
+    let loaded =
+        envrl::load_checkpoint(&dir.join("checkpoints/ckpt-000005"), model, optimizer).unwrap();
+    let mut flat = Flatten(Vec::new());
+    loaded.model.visit(&mut flat);
+    assert!(!flat.0.is_empty());
+    flat.0
+}
