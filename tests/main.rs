@@ -16,6 +16,9 @@ mod webshop_golden;
 // The causal LM: KV-cache generation against full-sequence scoring, padding, gradients.
 mod lm_policy;
 
+// Hugging Face directories: logits and greedy tokens equal transformers'; bad files are errors.
+mod hf_parity;
+
 // Save → load → continue equals an uninterrupted run; bad checkpoints are clear errors.
 mod checkpoint_resume;
 

@@ -22,6 +22,15 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A model file (config, weights) is missing, malformed, or describes a model this crate
+    /// cannot run.
+    #[error("model file {path}: {reason}")]
+    ModelFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the tensor or key where there is one.
+        reason: String,
+    },
     /// An algorithm config holds an impossible value.
     #[error("invalid config field `{field}`: {reason}")]
     InvalidConfig {

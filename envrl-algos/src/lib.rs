@@ -49,7 +49,7 @@ pub use critic::{CriticConfig, LmCritic, ValueModel, clipped_value_loss};
 pub use error::{Error, Result};
 pub use lm::{
     Attention, CausalLm, DecoderLayer, KvCache, LmConfig, Mlp, Qwen2Model, RmsNorm, TokenBatch,
-    sample_token,
+    read_hf_config, sample_token,
 };
 pub use loss::{ClippedPgConfig, ClippedPolicyGradient, token_mean};
 pub use tokenizer::{EOS_TOKEN, PAD_TOKEN, UNK_TOKEN, WordTokenizer};

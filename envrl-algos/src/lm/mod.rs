@@ -3,6 +3,7 @@
 
 mod config;
 mod generate;
+mod hf;
 pub(crate) mod init;
 mod kv_cache;
 mod mask;
@@ -11,6 +12,7 @@ mod qwen2;
 mod rope;
 mod sampling;
 pub use config::*;
+pub use hf::read_hf_config;
 pub use kv_cache::*;
 pub use qwen2::*;
 pub use sampling::*;

@@ -204,71 +204,77 @@ pub struct CausalLm {
 
 impl CausalLm {
     pub(crate) fn init(config: &LmConfig, device: &Device, seed: u64) -> Self {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let std = config.initializer_range;
+        let mut source = RandomInit {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            std: config.initializer_range,
+            device: device.clone(),
+        };
+        match Self::build(config, &mut source) {
+            Ok(model) => model,
+            Err(never) => match never {},
+        }
+    }
+
+    /// Assembles a model from `source`, asking for every parameter by its Hugging Face name,
+    /// in a fixed order (embedding, then each layer's q, k, v, o, gate, up, down and norms, the
+    /// final norm, and the output layer when untied).
+    pub(crate) fn build<S: ParamSource>(
+        config: &LmConfig,
+        source: &mut S,
+    ) -> std::result::Result<Self, S::Error> {
         let (d, hd) = (config.hidden_size, config.head_dim());
         let (h, kvh) = (config.num_attention_heads, config.num_key_value_heads);
-        let norm = |device: &Device| RmsNorm {
-            weight: param(vec![1.0; d], [d], device),
+        let ffn = config.intermediate_size;
+        let bias = config.attention_bias;
+        let embed_tokens = source.matrix("model.embed_tokens.weight", config.vocab_size, d)?;
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for i in 0..config.num_hidden_layers {
+            let name = |part: &str| format!("model.layers.{i}.{part}");
+            let self_attn = Attention {
+                q_proj: source.linear(&name("self_attn.q_proj"), d, h * hd, bias)?,
+                k_proj: source.linear(&name("self_attn.k_proj"), d, kvh * hd, bias)?,
+                v_proj: source.linear(&name("self_attn.v_proj"), d, kvh * hd, bias)?,
+                o_proj: source.linear(&name("self_attn.o_proj"), h * hd, d, false)?,
+                n_heads: h,
+                n_kv_heads: kvh,
+                head_dim: hd,
+            };
+            let mlp = Mlp {
+                gate_proj: source.linear(&name("mlp.gate_proj"), d, ffn, false)?,
+                up_proj: source.linear(&name("mlp.up_proj"), d, ffn, false)?,
+                down_proj: source.linear(&name("mlp.down_proj"), ffn, d, false)?,
+            };
+            layers.push(DecoderLayer {
+                self_attn,
+                mlp,
+                input_layernorm: RmsNorm {
+                    weight: source.vector(&name("input_layernorm.weight"), d)?,
+                    eps: config.rms_norm_eps,
+                },
+                post_attention_layernorm: RmsNorm {
+                    weight: source.vector(&name("post_attention_layernorm.weight"), d)?,
+                    eps: config.rms_norm_eps,
+                },
+            });
+        }
+        let norm = RmsNorm {
+            weight: source.vector("model.norm.weight", d)?,
             eps: config.rms_norm_eps,
         };
-        let embed_tokens = param(
-            normal(&mut rng, config.vocab_size * d, std),
-            [config.vocab_size, d],
-            device,
-        );
-        let layers = (0..config.num_hidden_layers)
-            .map(|_| DecoderLayer {
-                self_attn: Attention {
-                    q_proj: init::linear(&mut rng, d, h * hd, config.attention_bias, std, device),
-                    k_proj: init::linear(&mut rng, d, kvh * hd, config.attention_bias, std, device),
-                    v_proj: init::linear(&mut rng, d, kvh * hd, config.attention_bias, std, device),
-                    o_proj: init::linear(&mut rng, h * hd, d, false, std, device),
-                    n_heads: h,
-                    n_kv_heads: kvh,
-                    head_dim: hd,
-                },
-                mlp: Mlp {
-                    gate_proj: init::linear(
-                        &mut rng,
-                        d,
-                        config.intermediate_size,
-                        false,
-                        std,
-                        device,
-                    ),
-                    up_proj: init::linear(
-                        &mut rng,
-                        d,
-                        config.intermediate_size,
-                        false,
-                        std,
-                        device,
-                    ),
-                    down_proj: init::linear(
-                        &mut rng,
-                        config.intermediate_size,
-                        d,
-                        false,
-                        std,
-                        device,
-                    ),
-                },
-                input_layernorm: norm(device),
-                post_attention_layernorm: norm(device),
-            })
-            .collect();
-        let lm_head = (!config.tie_word_embeddings)
-            .then(|| init::linear(&mut rng, d, config.vocab_size, false, std, device));
-        CausalLm {
+        let lm_head = if config.tie_word_embeddings {
+            None
+        } else {
+            Some(source.linear("lm_head", d, config.vocab_size, false)?)
+        };
+        Ok(CausalLm {
             model: Qwen2Model {
                 embed_tokens,
                 layers,
-                norm: norm(device),
+                norm,
             },
             lm_head,
             rope_theta: config.rope_theta,
-        }
+        })
     }
 
     /// The device the weights live on.
@@ -351,5 +357,81 @@ impl CausalLm {
             key_valid: &key_valid,
         };
         self.logits(self.forward_hidden(&tb, None))
+    }
+}
+
+/// Where [`CausalLm::build`] gets its parameters: a seeded initialisation or a weight file.
+pub(crate) trait ParamSource {
+    /// Why a parameter is unavailable.
+    type Error;
+    /// A `[rows, cols]` matrix (the token embedding).
+    fn matrix(
+        &mut self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+    ) -> std::result::Result<Param<Tensor<2>>, Self::Error>;
+    /// A `Linear` of Burn's `[d_input, d_output]` layout; `name` without `.weight`.
+    fn linear(
+        &mut self,
+        name: &str,
+        d_input: usize,
+        d_output: usize,
+        bias: bool,
+    ) -> std::result::Result<Linear, Self::Error>;
+    /// A norm weight.
+    fn vector(
+        &mut self,
+        name: &str,
+        len: usize,
+    ) -> std::result::Result<Param<Tensor<1>>, Self::Error>;
+}
+
+/// The seeded host-side initialisation: N(0, std²) matrices, zero biases, unit norms.
+struct RandomInit {
+    rng: ChaCha8Rng,
+    std: f64,
+    device: Device,
+}
+
+impl ParamSource for RandomInit {
+    type Error = std::convert::Infallible;
+
+    fn matrix(
+        &mut self,
+        _name: &str,
+        rows: usize,
+        cols: usize,
+    ) -> std::result::Result<Param<Tensor<2>>, Self::Error> {
+        Ok(param(
+            normal(&mut self.rng, rows * cols, self.std),
+            [rows, cols],
+            &self.device,
+        ))
+    }
+
+    fn linear(
+        &mut self,
+        _name: &str,
+        d_input: usize,
+        d_output: usize,
+        bias: bool,
+    ) -> std::result::Result<Linear, Self::Error> {
+        Ok(init::linear(
+            &mut self.rng,
+            d_input,
+            d_output,
+            bias,
+            self.std,
+            &self.device,
+        ))
+    }
+
+    fn vector(
+        &mut self,
+        _name: &str,
+        len: usize,
+    ) -> std::result::Result<Param<Tensor<1>>, Self::Error> {
+        Ok(param(vec![1.0; len], [len], &self.device))
     }
 }

@@ -1,0 +1,159 @@
+//! Hugging Face model directories: the tiny Qwen2 and Llama references of `shared/models` give
+//! the logits of HF transformers (relative error ≤ 1e-4 per row, also left-padded with an
+//! attention mask and position ids) and the same greedy tokens; bad directories are clear errors.
+
+use burn::tensor::{Device, Tensor};
+use envrl::SamplingParams;
+use envrl_algos::{CausalLm, TokenBatch};
+use rand::SeedableRng;
+
+use crate::shared_data::{require, shared_dir};
+
+fn ids(v: &serde_json::Value) -> Vec<Vec<u32>> {
+    serde_json::from_value(v.clone()).unwrap()
+}
+
+fn floats(t: Tensor<3>) -> (Vec<f32>, [usize; 3]) {
+    let dims = t.dims();
+    (
+        t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap(),
+        dims,
+    )
+}
+
+/// ‖a − b‖ / ‖b‖.
+fn relative_error(a: &[f32], b: &[f64]) -> f64 {
+    let num: f64 = a.iter().zip(b).map(|(x, y)| (*x as f64 - y).powi(2)).sum();
+    let den: f64 = b.iter().map(|y| y * y).sum();
+    (num / den).sqrt()
+}
+
+fn check_reference(name: &str) {
+    let Some(dir) = require(
+        shared_dir().join("models").join(name),
+        &format!("hf parity {name}"),
+    ) else {
+        return;
+    };
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
+            .unwrap();
+    let device = Device::flex();
+    let (model, config) = CausalLm::from_hf_dir(&dir, &device).unwrap();
+    assert_eq!(model.vocab_size(), config.vocab_size);
+    let vocab = config.vocab_size;
+
+    // Unpadded logits.
+    let input = ids(&reference["input_ids"]);
+    let expected: Vec<Vec<Vec<f64>>> = serde_json::from_value(reference["logits"].clone()).unwrap();
+    let (logits, [b, s, v]) = floats(model.forward(&input));
+    assert_eq!((b, s, v), (input.len(), input[0].len(), vocab));
+    for (row, rows) in expected.iter().enumerate() {
+        let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+        let err = relative_error(&logits[row * s * v..(row + 1) * s * v], &flat);
+        eprintln!("{name} row {row}: relative error {err:.2e}");
+        assert!(err <= 1e-4, "{name} row {row}: relative error {err:e}");
+    }
+
+    // Left-padded batch with its attention mask and position ids.
+    let padded = &reference["padded"];
+    let pad_ids = ids(&padded["input_ids"]);
+    let mask: Vec<Vec<u8>> = serde_json::from_value(padded["attention_mask"].clone()).unwrap();
+    let positions: Vec<Vec<usize>> =
+        serde_json::from_value(padded["position_ids"].clone()).unwrap();
+    let expected: Vec<Vec<Vec<f64>>> =
+        serde_json::from_value(padded["logits_valid_positions"].clone()).unwrap();
+    let seq = pad_ids[0].len();
+    let flat_ids: Vec<u32> = pad_ids.concat();
+    let flat_positions: Vec<usize> = positions.concat();
+    let key_valid: Vec<Vec<bool>> = mask
+        .iter()
+        .map(|r| r.iter().map(|&m| m == 1).collect())
+        .collect();
+    let batch = TokenBatch {
+        ids: &flat_ids,
+        batch: pad_ids.len(),
+        seq,
+        positions: &flat_positions,
+        key_valid: &key_valid,
+    };
+    let (logits, _) = floats(model.logits(model.forward_hidden(&batch, None)));
+    for (row, valid_rows) in expected.iter().enumerate() {
+        let valid: Vec<usize> = (0..seq).filter(|&j| key_valid[row][j]).collect();
+        assert_eq!(valid.len(), valid_rows.len());
+        let ours: Vec<f32> = valid
+            .iter()
+            .flat_map(|&j| logits[(row * seq + j) * vocab..(row * seq + j + 1) * vocab].to_vec())
+            .collect();
+        let flat: Vec<f64> = valid_rows.iter().flatten().copied().collect();
+        let err = relative_error(&ours, &flat);
+        eprintln!("{name} padded row {row}: relative error {err:.2e}");
+        assert!(
+            err <= 1e-4,
+            "{name} padded row {row}: relative error {err:e}"
+        );
+    }
+
+    // Greedy generation.
+    let greedy = &reference["greedy"];
+    let prompts = ids(&greedy["prompt"]);
+    let outputs = ids(&greedy["output"]);
+    let new_tokens = greedy["new_tokens"].as_u64().unwrap() as usize;
+    let params = SamplingParams {
+        temperature: 0.0,
+        top_p: 1.0,
+        max_new_tokens: new_tokens,
+    };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+    let generations = model.generate_batch(&prompts, &[], 0, &params, &mut rng);
+    for ((g, prompt), out) in generations.iter().zip(&prompts).zip(&outputs) {
+        assert_eq!(g.tokens, out[prompt.len()..], "{name} greedy tokens");
+    }
+}
+
+#[test]
+fn tiny_qwen2_matches_transformers() {
+    check_reference("tiny-qwen2");
+}
+
+#[test]
+fn tiny_llama_matches_transformers() {
+    check_reference("tiny-llama");
+}
+
+#[test]
+fn bad_model_directories_are_clear_errors() {
+    let root = tempfile::tempdir().unwrap();
+    let device = Device::flex();
+    let err = |dir: &std::path::Path| CausalLm::from_hf_dir(dir, &device).unwrap_err().to_string();
+    // No config.json.
+    assert!(err(root.path()).contains("config.json"));
+    // An unsupported architecture.
+    let config = |model_type: &str| {
+        format!(
+            r#"{{"model_type": "{model_type}", "vocab_size": 8, "hidden_size": 8, "intermediate_size": 16,
+               "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1}}"#
+        )
+    };
+    std::fs::write(root.path().join("config.json"), config("gpt2")).unwrap();
+    assert!(err(root.path()).contains("gpt2"));
+    // No weights.
+    std::fs::write(root.path().join("config.json"), config("llama")).unwrap();
+    assert!(err(root.path()).contains("model.safetensors"));
+    // A truncated weight file.
+    std::fs::write(root.path().join("model.safetensors"), [1u8, 2, 3]).unwrap();
+    assert!(err(root.path()).contains("model.safetensors"));
+    // Weights of another shape: the tiny Llama's file under a config that does not fit it.
+    if let Some(tiny) = require(shared_dir().join("models/tiny-llama"), "hf bad shapes") {
+        std::fs::copy(
+            tiny.join("model.safetensors"),
+            root.path().join("model.safetensors"),
+        )
+        .unwrap();
+        let message = err(root.path());
+        assert!(
+            message.contains("model.embed_tokens.weight") && message.contains("shape"),
+            "{message}"
+        );
+    }
+}
