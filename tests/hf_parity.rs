@@ -157,3 +157,40 @@ fn bad_model_directories_are_clear_errors() {
         );
     }
 }
+
+#[test]
+fn smollm2_tokenizer_and_chat_template_reproduce_the_reference_prompt_ids() {
+    use envrl::Tokenizer;
+    let test = "hf tokenizer smollm2";
+    let (Some(dir), Some(reference)) = (
+        require(shared_dir().join("models/smollm2-135m-instruct"), test),
+        require(
+            shared_dir().join("models/smollm2-135m-reference.json"),
+            test,
+        ),
+    ) else {
+        return;
+    };
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reference).unwrap()).unwrap();
+    let tokenizer = envrl_algos::HfTokenizer::from_dir(&dir).unwrap();
+    let prompt = reference["prompt"].as_str().unwrap();
+    let user = prompt
+        .split_once("<|im_start|>user\n")
+        .and_then(|(_, rest)| rest.split_once("<|im_end|>"))
+        .map(|(content, _)| content)
+        .unwrap();
+    let rendered = tokenizer
+        .apply_chat_template(&[("user", user)], true)
+        .unwrap();
+    assert_eq!(rendered, prompt);
+    let expected: Vec<u32> = serde_json::from_value(reference["input_ids"].clone()).unwrap();
+    assert_eq!(tokenizer.encode_prompt(user), expected);
+    let new_tokens: Vec<u32> =
+        serde_json::from_value(reference["greedy_new_tokens"].clone()).unwrap();
+    assert_eq!(
+        tokenizer.decode_with_special(&new_tokens),
+        reference["greedy_text"].as_str().unwrap()
+    );
+    assert_eq!(new_tokens.last(), Some(&tokenizer.eos_id()));
+}

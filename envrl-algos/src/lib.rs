@@ -52,4 +52,4 @@ pub use lm::{
     read_hf_config, sample_token,
 };
 pub use loss::{ClippedPgConfig, ClippedPolicyGradient, token_mean};
-pub use tokenizer::{EOS_TOKEN, PAD_TOKEN, UNK_TOKEN, WordTokenizer};
+pub use tokenizer::{EOS_TOKEN, HfTokenizer, PAD_TOKEN, UNK_TOKEN, WordTokenizer};
