@@ -13,14 +13,16 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
+use envrl::Tokenizer;
 use envrl::{
     BehaviourCloning, Environment, IterationMetrics, ScoreRow, Trainer, TrainerParts,
     latest_checkpoint,
 };
-use envrl_algos::AuxConfig;
+use envrl_algos::{AuxConfig, CausalLm, HfTokenizer};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
 
 pub use config::{ENV_NAMES, PRESET_NAMES, RunConfig, TasksConfig, TinyModelConfig, WarmupConfig};
 pub use corpus::{TextCollector, word_tokenizer};
@@ -167,6 +169,44 @@ fn bar(len: usize, quiet: bool, what: &str) -> ProgressBar {
     bar
 }
 
+/// The tokenizer and the model: `tiny` builds a word tokenizer over everything the expert's
+/// episodes encode and a fresh model; a directory path loads a Hugging Face model and its
+/// tokenizer.
+fn load_model<E: Environment>(
+    config: &RunConfig,
+    setup: &EnvSetup<E>,
+    dir: &Path,
+    device: &Device,
+) -> Result<(Arc<dyn Tokenizer>, CausalLm)> {
+    if config.model == "tiny" {
+        let collector = TextCollector::default();
+        (setup.demonstrate)(&collector, config.warmup.episodes);
+        let tokenizer = word_tokenizer(
+            collector.into_texts(),
+            &setup.environment,
+            &["Nothing happens."],
+        );
+        tokenizer
+            .save(dir.join("tokenizer.json"))
+            .with_context(|| format!("writing {}", dir.join("tokenizer.json").display()))?;
+        let model = config
+            .tiny
+            .lm_config(tokenizer.vocab_size())
+            .init(device, config.trainer.seed)?;
+        return Ok((Arc::new(tokenizer), model));
+    }
+    let path = Path::new(&config.model);
+    if path.extension().is_some_and(|e| e == "gguf") {
+        bail!(
+            "model {}: GGUF files cannot be loaded yet; pass a Hugging Face model directory or `tiny`",
+            path.display()
+        );
+    }
+    let tokenizer = HfTokenizer::from_dir(path)?;
+    let (model, _) = CausalLm::from_hf_dir(path, device)?;
+    Ok((Arc::new(tokenizer), model))
+}
+
 fn train_with<E: Environment + 'static>(
     setup: EnvSetup<E>,
     config: &RunConfig,
@@ -179,35 +219,14 @@ fn train_with<E: Environment + 'static>(
         std::fs::write(dir.join("config.toml"), config.to_toml()?)
             .with_context(|| format!("writing {}", dir.join("config.toml").display()))?;
     }
-    if config.model != "tiny" {
-        bail!(
-            "model `{}`: only `tiny` (a from-scratch model) can be trained so far",
-            config.model
-        );
-    }
     let say = |line: String| {
         if !options.quiet {
             println!("{line}");
         }
     };
     say(format!("tasks: {}", setup.source));
-
-    // The word tokenizer covers everything the expert's episodes encode.
-    let collector = TextCollector::default();
-    (setup.demonstrate)(&collector, config.warmup.episodes);
-    let tokenizer = std::sync::Arc::new(word_tokenizer(
-        collector.into_texts(),
-        &setup.environment,
-        &["Nothing happens."],
-    ));
-    tokenizer
-        .save(dir.join("tokenizer.json"))
-        .with_context(|| format!("writing {}", dir.join("tokenizer.json").display()))?;
     let device = options.device.clone().autodiff();
-    let mut model = config
-        .tiny
-        .lm_config(envrl::Tokenizer::vocab_size(tokenizer.as_ref()))
-        .init(&device, config.trainer.seed)?;
+    let (tokenizer, mut model) = load_model(config, &setup, dir, &device)?;
 
     if resume_from.is_none() && config.warmup.steps > 0 {
         let demos = (setup.demonstrate)(tokenizer.as_ref(), config.warmup.episodes);
