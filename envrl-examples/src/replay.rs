@@ -76,34 +76,14 @@ pub fn replay_alfworld(
             data.display()
         );
     }
-    let reader = BufReader::new(
-        std::fs::File::open(input).with_context(|| format!("opening {}", input.display()))?,
-    );
-    let mut out = BufWriter::new(
-        std::fs::File::create(output).with_context(|| format!("creating {}", output.display()))?,
-    );
-    let mut count = 0;
-    for (n, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("reading {}", input.display()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record: ReplayInput = serde_json::from_str(&line)
-            .with_context(|| format!("{} line {}: not a replay input", input.display(), n + 1))?;
+    map_jsonl(input, output, |record: ReplayInput, _| {
         let game = Arc::new(Game::load(root.join(&record.game))?);
         let steps = replay_game(game, &record.actions, wording);
-        serde_json::to_writer(
-            &mut out,
-            &ReplayOutput {
-                game: record.game,
-                steps,
-            },
-        )?;
-        writeln!(out)?;
-        count += 1;
-    }
-    out.flush()?;
-    Ok(count)
+        Ok(serde_json::to_value(ReplayOutput {
+            game: record.game,
+            steps,
+        })?)
+    })
 }
 
 /// One WebShop input line: a goal index and the actions to send.
@@ -172,6 +152,29 @@ pub fn replay_webshop(
     let data = envrl_envs::webshop::WebShopData::open(data)?;
     let mut engine = envrl_envs::webshop::WebShopEngine::new(data, seed, mode);
     let n_goals = engine.goals().goals.len();
+    map_jsonl(input, output, |record: WebShopReplayInput, n| {
+        if record.goal_idx >= n_goals {
+            bail!(
+                "{} line {n}: goal_idx {} out of range (the environment has {n_goals} goals)",
+                input.display(),
+                record.goal_idx
+            );
+        }
+        Ok(replay_webshop_episode(
+            &mut engine,
+            record.goal_idx,
+            &record.actions,
+        ))
+    })
+}
+
+/// Reads each non-empty line of `input` as a `T`, writes `f(record, line number)` as a line of
+/// `output`, and returns how many records there were.
+fn map_jsonl<T: serde::de::DeserializeOwned>(
+    input: &Path,
+    output: &Path,
+    mut f: impl FnMut(T, usize) -> Result<serde_json::Value>,
+) -> Result<usize> {
     let reader = BufReader::new(
         std::fs::File::open(input).with_context(|| format!("opening {}", input.display()))?,
     );
@@ -184,18 +187,9 @@ pub fn replay_webshop(
         if line.trim().is_empty() {
             continue;
         }
-        let record: WebShopReplayInput = serde_json::from_str(&line)
+        let record: T = serde_json::from_str(&line)
             .with_context(|| format!("{} line {}: not a replay input", input.display(), n + 1))?;
-        if record.goal_idx >= n_goals {
-            bail!(
-                "{} line {}: goal_idx {} out of range (the environment has {n_goals} goals)",
-                input.display(),
-                n + 1,
-                record.goal_idx
-            );
-        }
-        let transcript = replay_webshop_episode(&mut engine, record.goal_idx, &record.actions);
-        serde_json::to_writer(&mut out, &transcript)?;
+        serde_json::to_writer(&mut out, &f(record, n + 1)?)?;
         writeln!(out)?;
         count += 1;
     }

@@ -9,20 +9,19 @@ mod setup;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
-use envrl::Tokenizer;
 use envrl::{
-    BehaviourCloning, Environment, IterationMetrics, ScoreRow, Trainer, TrainerParts,
+    BehaviourCloning, Environment, IterationMetrics, ScoreRow, Tokenizer, Trainer, TrainerParts,
     latest_checkpoint,
 };
 use envrl_algos::{AuxConfig, CausalLm, HfTokenizer};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::sync::Arc;
 
 pub use config::{ENV_NAMES, PRESET_NAMES, RunConfig, TasksConfig, TinyModelConfig, WarmupConfig};
 pub use corpus::{TextCollector, word_tokenizer};
@@ -74,6 +73,39 @@ pub fn train(config: &RunConfig, options: &RunOptions) -> Result<RunSummary> {
             ENV_NAMES.join(", ")
         ),
     }
+}
+
+/// The `alfworld` and `webshop` examples: the `cpu-tiny` preset with GRPO + state prediction +
+/// inverse dynamics, seed from the first argument, in `runs/<env>__grpo-envrl__<seed>`.
+///
+/// # Errors
+/// As [`train`], or when the seed argument is not a number.
+pub fn run_example(env: &str) -> Result<()> {
+    let seed: u64 = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()
+        .context("seed")?
+        .unwrap_or(0);
+    let config = RunConfig::cpu_tiny(env)?
+        .with_algorithm(Some("grpo"), Some("state-prediction,inverse-dynamics"))?
+        .with_overrides(&[format!("trainer.seed={seed}")])?;
+    let options = RunOptions {
+        output_dir: format!("runs/{env}__grpo-envrl__{seed}").into(),
+        resume: false,
+        force: true,
+        device: Device::flex(),
+        quiet: false,
+        eval_only: false,
+    };
+    let summary = train(&config, &options)?;
+    let after = summary.table.last().map_or(0.0, |r| r.success);
+    println!(
+        "held-out success: {:.3} -> {after:.3} in {:.0} s",
+        summary.before.unwrap_or(f64::NAN),
+        summary.wall_s
+    );
+    Ok(())
 }
 
 /// Evaluates the latest checkpoint of the run in `options.output_dir` (its `config.toml`) on the
