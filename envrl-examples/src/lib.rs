@@ -5,6 +5,7 @@
 //!
 //! - [`bench`]: `envrl bench`, speed tables next to the reference.
 //! - [`keydoor`]: a from-scratch tiny LM trained with GRPO on the key-and-door world.
+//! - [`lm`]: `envrl lm`, logits and generations of a model directory.
 //! - [`progress`]: the terminal progress bar and metrics file of a run.
 //! - [`replay`]: `envrl replay`, transcripts of recorded action lists.
 //! - [`run`]: `envrl train` / `envrl eval`: whole runs from a TOML config, with plots and an
@@ -14,6 +15,7 @@
 pub mod bench;
 pub mod device;
 pub mod keydoor;
+pub mod lm;
 pub mod progress;
 pub mod replay;
 pub mod run;

@@ -43,6 +43,11 @@ enum Command {
         #[command(subcommand)]
         env: ReplayEnv,
     },
+    /// Inspect a model: logits of token rows, or a generation.
+    Lm {
+        #[command(subcommand)]
+        what: LmWhat,
+    },
     /// WebShop tools.
     Webshop {
         #[command(subcommand)]
@@ -122,6 +127,43 @@ enum BenchWhat {
         /// Seconds per step-rate measurement.
         #[arg(long, default_value_t = 3.0)]
         seconds: f64,
+    },
+}
+
+#[derive(Subcommand)]
+enum LmWhat {
+    /// Full logits: --input is a JSON list of equal-length token-id lists; --output gets
+    /// {"logits": [row][position][vocab]}.
+    Logits {
+        /// A Hugging Face model directory.
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long)]
+        output: PathBuf,
+    },
+    /// Generate from a prompt or token ids; prints the new ids and text.
+    Generate {
+        /// A Hugging Face model directory.
+        #[arg(long)]
+        model: PathBuf,
+        /// Prompt text.
+        #[arg(long, conflicts_with = "ids")]
+        prompt: Option<String>,
+        /// Comma-separated token ids.
+        #[arg(long, value_delimiter = ',')]
+        ids: Option<Vec<u32>>,
+        #[arg(long, default_value_t = 32)]
+        max_new_tokens: usize,
+        /// 0 is greedy.
+        #[arg(long, default_value_t = 0.0)]
+        temperature: f32,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Wrap the prompt in the chat template.
+        #[arg(long)]
+        chat: bool,
     },
 }
 
@@ -308,6 +350,45 @@ fn main() -> Result<()> {
                 start.elapsed().as_secs_f64(),
                 output.display()
             );
+        }
+        Command::Lm {
+            what:
+                LmWhat::Logits {
+                    model,
+                    input,
+                    output,
+                },
+        } => envrl_examples::lm::logits(&model, &input, &output, &burn::tensor::Device::flex())?,
+        Command::Lm {
+            what:
+                LmWhat::Generate {
+                    model,
+                    prompt,
+                    ids,
+                    max_new_tokens,
+                    temperature,
+                    seed,
+                    chat,
+                },
+        } => {
+            use envrl_examples::lm::GenerateInput;
+            let input = match (prompt, ids) {
+                (Some(text), _) => GenerateInput::Prompt { text, chat },
+                (None, Some(ids)) => GenerateInput::Ids(ids),
+                (None, None) => anyhow::bail!("pass --prompt TEXT or --ids 1,2,3"),
+            };
+            let params = envrl::SamplingParams {
+                temperature,
+                top_p: 1.0,
+                max_new_tokens,
+            };
+            envrl_examples::lm::generate(
+                &model,
+                input,
+                &params,
+                seed,
+                &burn::tensor::Device::flex(),
+            )?;
         }
         Command::Webshop {
             what: WebshopWhat::Goals { data, seed },

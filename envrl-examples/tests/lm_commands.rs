@@ -1,0 +1,85 @@
+//! `envrl lm logits` and `envrl lm generate` on the tiny Qwen2 reference: the transformers
+//! logits and greedy tokens come back through the command line.
+#![allow(missing_docs)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `shared/models/tiny-qwen2`, or `None` after a skip notice (a failure under `CI=true`).
+fn tiny_qwen2() -> Option<PathBuf> {
+    let shared = std::env::var_os("ENVRL_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let dir = shared.join("models/tiny-qwen2");
+    if dir.exists() {
+        return Some(dir);
+    }
+    let message = format!(
+        "lm commands: skipped, {} not found (set ENVRL_SHARED)",
+        dir.display()
+    );
+    assert!(
+        std::env::var("CI").map_or(true, |v| v != "true"),
+        "{message}"
+    );
+    eprintln!("{message}");
+    None
+}
+
+#[test]
+fn logits_and_greedy_generation_match_the_reference() {
+    let Some(model) = tiny_qwen2() else {
+        return;
+    };
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(model.join("reference.json")).unwrap())
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (input, output) = (dir.path().join("ids.json"), dir.path().join("logits.json"));
+    std::fs::write(&input, reference["input_ids"].to_string()).unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_envrl"))
+        .args(["lm", "logits", "--model"])
+        .arg(&model)
+        .arg("--input")
+        .arg(&input)
+        .arg("--output")
+        .arg(&output)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ours: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
+    let flat = |v: &serde_json::Value| -> Vec<f64> {
+        let rows: Vec<Vec<Vec<f64>>> = serde_json::from_value(v.clone()).unwrap();
+        rows.into_iter().flatten().flatten().collect()
+    };
+    let (a, b) = (flat(&ours["logits"]), flat(&reference["logits"]));
+    assert_eq!(a.len(), b.len());
+    let num: f64 = a.iter().zip(&b).map(|(x, y)| (x - y).powi(2)).sum();
+    let den: f64 = b.iter().map(|y| y * y).sum();
+    assert!((num / den).sqrt() < 1e-4);
+
+    let prompt = &reference["greedy"]["prompt"][0];
+    let ids: Vec<String> = prompt
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+    let out = Command::new(env!("CARGO_BIN_EXE_envrl"))
+        .args(["lm", "generate", "--model"])
+        .arg(&model)
+        .args(["--ids", &ids.join(","), "--max-new-tokens", "10"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let expected: Vec<String> = reference["greedy"]["output"][0].as_array().unwrap()[ids.len()..]
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("ids: {}", expected.join(","))),
+        "{stdout}"
+    );
+}
