@@ -93,6 +93,16 @@ fn search_documents_match_the_indexed_contents() {
     }
 }
 
+/// Fails listing the first `shown` of `failures` (and how many there were) unless there are none.
+fn assert_none_differ(failures: &[String], shown: usize) {
+    assert!(
+        failures.is_empty(),
+        "{} differ: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(shown)]
+    );
+}
+
 /// Writes a products file and an instructions file into a temp dir.
 fn catalog_files(products: &str, instructions: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -225,13 +235,7 @@ fn the_analyzer_matches_lucene_on_all_oracle_texts() {
         }
     }
     assert_eq!(lines.len(), 7954);
-    assert!(
-        failures.is_empty(),
-        "{} of {} differ; first: {:#?}",
-        failures.len(),
-        lines.len(),
-        &failures[..failures.len().min(30)]
-    );
+    assert_none_differ(&failures, 30);
 }
 
 #[test]
@@ -260,12 +264,7 @@ fn all_518_search_rankings_match_lucene() {
         }
     }
     assert_eq!(lines.len(), 518);
-    assert!(
-        failures.is_empty(),
-        "{} differ: {:?}",
-        failures.len(),
-        &failures[..failures.len().min(10)]
-    );
+    assert_none_differ(&failures, 10);
 }
 
 #[test]
@@ -285,12 +284,7 @@ fn all_52936_fuzzy_scores_match_thefuzz_with_difflib() {
         }
     }
     assert_eq!(lines.len(), 52_936);
-    assert!(
-        failures.is_empty(),
-        "{} differ: {:?}",
-        failures.len(),
-        &failures[..failures.len().min(10)]
-    );
+    assert_none_differ(&failures, 10);
 }
 
 #[test]
@@ -334,12 +328,7 @@ fn all_1800_recorded_rewards_match_exactly() {
         wins += usize::from(got.reward == 1.0);
     }
     assert_eq!(lines.len(), 1800);
-    assert!(
-        failures.is_empty(),
-        "{} differ: {:#?}",
-        failures.len(),
-        &failures[..failures.len().min(5)]
-    );
+    assert_none_differ(&failures, 5);
     assert_eq!(wins, 320);
 }
 

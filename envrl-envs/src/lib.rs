@@ -26,9 +26,11 @@
 
 pub mod alfworld;
 mod error;
+mod history;
 pub mod keydoor;
 mod projection;
 pub mod webshop;
 
 pub use error::{Error, Result};
+pub use history::recent_history;
 pub use projection::think_action_projection;

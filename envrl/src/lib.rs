@@ -61,7 +61,7 @@ pub use trainer::{
     BehaviourCloning, CHECKPOINT_FORMAT, CheckpointState, EVAL_SEED_OFFSET, EvalReport,
     LoadedCheckpoint, PolicyLoss, PolicyLossInput, PolicyLossOutput, Trainer, TrainerParts,
     checkpoint_name, checkpoints_to_delete, clip_global_grad_norm, global_grad_norm,
-    latest_checkpoint, load_checkpoint, prune_checkpoints, save_checkpoint,
+    latest_checkpoint, load_checkpoint, pad_rows, prune_checkpoints, save_checkpoint,
 };
 pub use trainer::{
     IterationMetrics, JsonlSink, MetricsSink, Schedule, TrainerConfig, TrainerConfigBuilder,

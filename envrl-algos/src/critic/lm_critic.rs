@@ -11,8 +11,8 @@ use std::path::Path;
 use burn::module::Module;
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::store::ModuleRecord;
-use burn::tensor::{Device, Tensor, TensorData};
-use envrl::{Critic, ScoreRow, clip_global_grad_norm};
+use burn::tensor::{Device, Tensor};
+use envrl::{Critic, ScoreRow, clip_global_grad_norm, pad_rows};
 use serde::{Deserialize, Serialize};
 
 use crate::critic::ValueModel;
@@ -83,15 +83,6 @@ impl LmCritic {
     pub fn model(&self) -> &ValueModel {
         &self.model
     }
-
-    fn padded(&self, rows: &[Vec<f32>], n: usize, width: usize) -> Tensor<2> {
-        let mut data = vec![0.0f32; n * width];
-        for (i, row) in rows.iter().enumerate() {
-            let k = row.len().min(width);
-            data[i * width..i * width + k].copy_from_slice(&row[..k]);
-        }
-        Tensor::from_data(TensorData::new(data, [n, width]), &self.device)
-    }
 }
 
 /// The clipped value loss and the fraction of tokens where the clipped term was larger.
@@ -135,8 +126,8 @@ impl Critic for LmCritic {
         }
         let (values, mask) = self.model.values(rows);
         let [n, width] = values.dims();
-        let old = self.padded(old_values, n, width);
-        let targets = self.padded(returns, n, width);
+        let old = pad_rows(old_values.iter().map(Vec::as_slice), n, width, &self.device);
+        let targets = pad_rows(returns.iter().map(Vec::as_slice), n, width, &self.device);
         let mean_value = token_mean(values.clone().detach(), mask.clone()).into_scalar::<f32>();
         let (loss, clip_frac) =
             clipped_value_loss(values, old, targets, mask, self.config.value_clip);
@@ -206,6 +197,7 @@ impl Critic for LmCritic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use burn::tensor::TensorData;
 
     fn t2(values: &[f32], n: usize, w: usize) -> Tensor<2> {
         Tensor::from_data(TensorData::new(values.to_vec(), [n, w]), &Device::flex())

@@ -28,7 +28,8 @@ fn token_name(value: &Option<serde_json::Value>) -> Option<String> {
 /// A pretrained model's tokenizer and chat template.
 pub struct HfTokenizer {
     inner: tokenizers::Tokenizer,
-    template: Option<String>,
+    /// The compiled chat template (compiled once: every prompt of a rollout renders it).
+    chat: Option<Environment<'static>>,
     eos: u32,
     pad: u32,
     path: PathBuf,
@@ -39,7 +40,7 @@ impl std::fmt::Debug for HfTokenizer {
         f.debug_struct("HfTokenizer")
             .field("path", &self.path)
             .field("eos", &self.eos)
-            .field("chat_template", &self.template.is_some())
+            .field("chat_template", &self.chat.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -82,14 +83,15 @@ impl HfTokenizer {
         let pad = token_name(&config.pad_token)
             .and_then(|p| id(&p))
             .unwrap_or(eos);
-        let template = config.chat_template;
-        if let Some(source) = &template {
-            Self::environment(source)
-                .map_err(|e| tokenizer_error(&config_path, format!("chat_template: {e}")))?;
-        }
+        let chat = config
+            .chat_template
+            .as_deref()
+            .map(Self::environment)
+            .transpose()
+            .map_err(|e| tokenizer_error(&config_path, format!("chat_template: {e}")))?;
         Ok(Self {
             inner,
-            template,
+            chat,
             eos,
             pad,
             path,
@@ -118,15 +120,13 @@ impl HfTokenizer {
         messages: &[(&str, &str)],
         add_generation_prompt: bool,
     ) -> Result<String> {
-        let Some(source) = &self.template else {
+        let Some(env) = &self.chat else {
             return Ok(messages
                 .iter()
                 .map(|(_, c)| *c)
                 .collect::<Vec<_>>()
                 .join("\n"));
         };
-        let env =
-            Self::environment(source).map_err(|e| tokenizer_error(&self.path, e.to_string()))?;
         let messages: Vec<_> = messages
             .iter()
             .map(|(role, content)| context! { role => role, content => content })

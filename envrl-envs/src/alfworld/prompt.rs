@@ -4,6 +4,7 @@
 
 use envrl::{ActionParser, HistoryEntry, Observation, ParsedAction, PromptBuilder};
 
+use crate::history::recent_history;
 use crate::projection::think_action_projection;
 
 /// The first-step template (no history).
@@ -44,24 +45,12 @@ impl PromptBuilder for AlfworldPrompt {
                 .replace("{current_observation}", &observation.text)
                 .replace("{admissible_actions}", &admissible);
         }
-        let shown = history.len().min(self.history_length);
-        let first = history.len() - shown;
-        let lines: Vec<String> = history[first..]
-            .iter()
-            .enumerate()
-            .map(|(i, h)| {
-                let k = first + i + 1;
-                format!(
-                    "[Observation {k}: '{}', Action {k}: '{}']",
-                    h.observation, h.action
-                )
-            })
-            .collect();
+        let (lines, shown) = recent_history(history, self.history_length);
         ALFWORLD_TEMPLATE
             .replace("{task_description}", &observation.task)
             .replace("{step_count}", &history.len().to_string())
             .replace("{history_length}", &shown.to_string())
-            .replace("{action_history}", &lines.join("\n"))
+            .replace("{action_history}", &lines)
             .replace("{current_step}", &(history.len() + 1).to_string())
             .replace("{current_observation}", &observation.text)
             .replace("{admissible_actions}", &admissible)

@@ -3,6 +3,7 @@
 
 use envrl::{ActionParser, HistoryEntry, Observation, ParsedAction, PromptBuilder};
 
+use crate::history::recent_history;
 use crate::projection::think_action_projection;
 use crate::webshop::engine::AvailableActions;
 
@@ -72,24 +73,12 @@ impl PromptBuilder for WebShopPrompt {
         if t == 0 || self.history_length == 0 || history.is_empty() {
             return first();
         }
-        let shown = history.len().min(self.history_length);
-        let start = history.len() - shown;
-        let lines: Vec<String> = history[start..]
-            .iter()
-            .enumerate()
-            .map(|(i, h)| {
-                let k = start + i + 1;
-                format!(
-                    "[Observation {k}: '{}', Action {k}: '{}']",
-                    h.observation, h.action
-                )
-            })
-            .collect();
+        let (lines, shown) = recent_history(history, self.history_length);
         let prompt = WEBSHOP_TEMPLATE
             .replace("{task_description}", &observation.task)
             .replace("{step_count}", &history.len().to_string())
             .replace("{history_length}", &shown.to_string())
-            .replace("{action_history}", &lines.join("\n"))
+            .replace("{action_history}", &lines)
             .replace("{current_step}", &(history.len() + 1).to_string())
             .replace("{current_observation}", &observation.text)
             .replace("{available_actions}", &actions);

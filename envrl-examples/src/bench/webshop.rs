@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use envrl_envs::webshop::{
-    Catalog, CatalogGenerator, ObservationMode, WebShopData, WebShopEngine, expert_plan,
+    Catalog, CatalogGenerator, ObservationMode, SearchIndex, WebShopData, WebShopEngine,
+    expert_plan,
 };
 
 /// Reference steps/s per core with the scripted expert, including `get_available_actions`.
@@ -29,6 +30,18 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
+}
+
+/// Seconds of each search engine call, one per query.
+fn search_seconds(index: &SearchIndex, queries: &[String]) -> Vec<f64> {
+    queries
+        .iter()
+        .map(|q| {
+            let t = Instant::now();
+            std::hint::black_box(index.ranked(q));
+            t.elapsed().as_secs_f64()
+        })
+        .collect()
 }
 
 /// Peak and current resident memory of this process, in MiB (Linux; `NaN` elsewhere).
@@ -104,14 +117,7 @@ pub fn bench_webshop(data: &Path, seconds: f64, scale_products: usize) -> Result
         .iter()
         .map(|g| g.instruction_text.to_lowercase())
         .collect();
-    let engine_search: Vec<f64> = queries
-        .iter()
-        .map(|q| {
-            let t = Instant::now();
-            std::hint::black_box(shared.index.ranked(q));
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
+    let engine_search = search_seconds(&shared.index, &queries);
     let (steps_per_s, searches, clicks) = expert_steps_per_s(&mut engine, seconds);
 
     println!("WebShop engine, 1000-product catalog, scripted expert (seed 1000), 1 thread");
@@ -182,14 +188,7 @@ fn bench_scale(n: usize) -> Result<()> {
     let data = WebShopData::from_catalog(catalog);
     let index_s = start.elapsed().as_secs_f64();
     let (peak, rss) = memory_mib();
-    let latencies: Vec<f64> = queries
-        .iter()
-        .map(|q| {
-            let t = Instant::now();
-            std::hint::black_box(data.index.ranked(q));
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
+    let latencies = search_seconds(&data.index, &queries);
     println!();
     println!(
         "Scale: generated catalog of {n} products ({:.0} MiB of JSON)",

@@ -411,7 +411,7 @@ where
                 .policy
                 .score(score_rows, self.parts.loss.needs_entropy());
             let [n, width] = scores.mask.dims();
-            let old = padded(
+            let old = pad_rows(
                 old_logprobs[range.clone()].iter().copied(),
                 n,
                 width,
@@ -421,7 +421,7 @@ where
                 let data = reference.score(score_rows, false).logprobs.into_data();
                 Tensor::<2>::from_data(data, &self.device)
             });
-            let adv = padded(
+            let adv = pad_rows(
                 advantages.advantages[range].iter().map(Vec::as_slice),
                 n,
                 width,
@@ -600,8 +600,9 @@ fn zero_nonfinite_rows(advantages: &mut TokenAdvantages, values: Option<&[Vec<f3
     count
 }
 
-/// Pads per-row values with zeros into a `[rows, width]` tensor.
-fn padded<'a>(
+/// Pads per-row values with zeros into a `[rows, width]` tensor (rows longer than `width` are
+/// cut).
+pub fn pad_rows<'a>(
     rows: impl Iterator<Item = &'a [f32]>,
     n: usize,
     width: usize,
