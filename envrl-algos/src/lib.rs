@@ -29,8 +29,10 @@ mod algorithm;
 mod aux;
 mod critic;
 mod error;
+mod gguf;
 mod lm;
 mod loss;
+mod pretrained;
 #[cfg(test)]
 mod test_support;
 mod tokenizer;
@@ -47,9 +49,11 @@ pub use aux::{
 };
 pub use critic::{CriticConfig, LmCritic, ValueModel, clipped_value_loss};
 pub use error::{Error, Result};
+pub use gguf::{GgufFile, GgufValue, TensorInfo};
 pub use lm::{
     Attention, CausalLm, DecoderLayer, KvCache, LmConfig, Mlp, Qwen2Model, RmsNorm, TokenBatch,
-    read_hf_config, sample_token,
+    gguf_config, read_hf_config, sample_token,
 };
 pub use loss::{ClippedPgConfig, ClippedPolicyGradient, token_mean};
+pub use pretrained::Pretrained;
 pub use tokenizer::{EOS_TOKEN, HfTokenizer, PAD_TOKEN, UNK_TOKEN, WordTokenizer};

@@ -5,17 +5,18 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
 use envrl::{Policy, SamplingParams, Tokenizer};
-use envrl_algos::{CausalLm, HfTokenizer};
+use envrl_algos::{CausalLm, HfTokenizer, Pretrained};
 use rand::SeedableRng;
 
-fn load(model: &Path, device: &Device) -> Result<CausalLm> {
-    if model.extension().is_some_and(|e| e == "gguf") {
-        bail!(
-            "{}: GGUF files cannot be loaded yet; pass a Hugging Face model directory",
-            model.display()
-        );
+/// The model at `path` (a `.gguf` file or a Hugging Face directory) and its tokenizer, where the
+/// directory has one.
+fn load(path: &Path, device: &Device) -> Result<(CausalLm, Option<HfTokenizer>)> {
+    if path.is_dir() {
+        let (model, _) = CausalLm::from_hf_dir(path, device)?;
+        return Ok((model, HfTokenizer::from_dir(path).ok()));
     }
-    Ok(CausalLm::from_hf_dir(model, device)?.0)
+    let pretrained = Pretrained::load(path, device)?;
+    Ok((pretrained.model, Some(pretrained.tokenizer)))
 }
 
 /// Writes `{"logits": [row][position][vocab]}` for the id rows (equal lengths) in `input`.
@@ -24,7 +25,7 @@ fn load(model: &Path, device: &Device) -> Result<CausalLm> {
 /// When the model or input cannot be read, or the rows differ in length or hold ids outside the
 /// vocabulary.
 pub fn logits(model: &Path, input: &Path, output: &Path, device: &Device) -> Result<()> {
-    let lm = load(model, device)?;
+    let (lm, _) = load(model, device)?;
     let text =
         std::fs::read_to_string(input).with_context(|| format!("reading {}", input.display()))?;
     let rows: Vec<Vec<u32>> = serde_json::from_str(&text).with_context(|| {
@@ -97,8 +98,7 @@ pub fn generate(
     seed: u64,
     device: &Device,
 ) -> Result<()> {
-    let lm = load(model, device)?;
-    let tokenizer = HfTokenizer::from_dir(model).ok();
+    let (lm, tokenizer) = load(model, device)?;
     let ids = match input {
         GenerateInput::Ids(ids) => ids,
         GenerateInput::Prompt { text, chat } => {

@@ -83,3 +83,66 @@ fn logits_and_greedy_generation_match_the_reference() {
         "{stdout}"
     );
 }
+
+/// `envrl lm generate --model <gguf> --prompt … --chat` prints SmolLM2's reference greedy reply.
+#[test]
+fn generate_from_a_gguf_file_prints_the_reference_reply() {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let models = std::env::var_os("ENVRL_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".cache/envrl-models"));
+    let gguf = models.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let Some(shared) = tiny_qwen2().and_then(|d| d.parent().map(PathBuf::from)) else {
+        return;
+    };
+    if !gguf.exists() {
+        let message = format!("lm gguf command: skipped, {} not found", gguf.display());
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "{message}"
+        );
+        eprintln!("{message}");
+        return;
+    }
+    let reference: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(shared.join("smollm2-135m-reference.json")).unwrap(),
+    )
+    .unwrap();
+    let prompt = reference["prompt"].as_str().unwrap();
+    let user = prompt
+        .split_once("<|im_start|>user\n")
+        .and_then(|(_, rest)| rest.split_once("<|im_end|>"))
+        .map(|(content, _)| content)
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_envrl"))
+        .args(["lm", "generate", "--model"])
+        .arg(&gguf)
+        .args(["--prompt", user, "--chat", "--max-new-tokens", "24"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let expected: Vec<String> = reference["greedy_new_tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+    assert!(
+        stdout.contains(&format!("ids: {}", expected.join(","))),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "text: {}",
+            reference["greedy_text"].as_str().unwrap()
+        )),
+        "{stdout}"
+    );
+}

@@ -3,6 +3,7 @@
 
 mod config;
 mod generate;
+mod gguf;
 mod hf;
 pub(crate) mod init;
 mod kv_cache;
@@ -12,6 +13,7 @@ mod qwen2;
 mod rope;
 mod sampling;
 pub use config::*;
+pub use gguf::gguf_config;
 pub use hf::read_hf_config;
 pub use kv_cache::*;
 pub use qwen2::*;

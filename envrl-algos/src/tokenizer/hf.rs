@@ -45,7 +45,7 @@ impl std::fmt::Debug for HfTokenizer {
     }
 }
 
-fn tokenizer_error(path: &Path, reason: impl Into<String>) -> Error {
+pub(crate) fn tokenizer_error(path: &Path, reason: impl Into<String>) -> Error {
     Error::Tokenizer {
         path: path.to_path_buf(),
         reason: reason.into(),
@@ -83,18 +83,33 @@ impl HfTokenizer {
         let pad = token_name(&config.pad_token)
             .and_then(|p| id(&p))
             .unwrap_or(eos);
-        let chat = config
-            .chat_template
-            .as_deref()
+        Self::new(
+            inner,
+            config.chat_template.as_deref(),
+            eos,
+            pad,
+            &config_path,
+        )
+    }
+
+    /// Wraps a built tokenizer; `path` names the file the chat template came from in errors.
+    pub(crate) fn new(
+        inner: tokenizers::Tokenizer,
+        chat_template: Option<&str>,
+        eos: u32,
+        pad: u32,
+        path: &Path,
+    ) -> Result<Self> {
+        let chat = chat_template
             .map(Self::environment)
             .transpose()
-            .map_err(|e| tokenizer_error(&config_path, format!("chat_template: {e}")))?;
+            .map_err(|e| tokenizer_error(path, format!("chat_template: {e}")))?;
         Ok(Self {
             inner,
             chat,
             eos,
             pad,
-            path,
+            path: path.to_path_buf(),
         })
     }
 

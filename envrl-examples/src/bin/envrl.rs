@@ -84,7 +84,7 @@ struct RunArgs {
     /// Training iterations.
     #[arg(long)]
     iterations: Option<usize>,
-    /// The model: tiny.
+    /// The model: `tiny` (from scratch), a `.gguf` file or a Hugging Face model directory.
     #[arg(long)]
     model: Option<String>,
     /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
@@ -135,7 +135,7 @@ enum LmWhat {
     /// Full logits: --input is a JSON list of equal-length token-id lists; --output gets
     /// {"logits": [row][position][vocab]}.
     Logits {
-        /// A Hugging Face model directory.
+        /// A `.gguf` file or a Hugging Face model directory.
         #[arg(long)]
         model: PathBuf,
         #[arg(long)]
@@ -145,7 +145,7 @@ enum LmWhat {
     },
     /// Generate from a prompt or token ids; prints the new ids and text.
     Generate {
-        /// A Hugging Face model directory.
+        /// A `.gguf` file or a Hugging Face model directory.
         #[arg(long)]
         model: PathBuf,
         /// Prompt text.

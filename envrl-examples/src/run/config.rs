@@ -104,7 +104,7 @@ impl Default for TasksConfig {
 pub struct RunConfig {
     /// `alfworld`, `webshop` or `keydoor`.
     pub env: String,
-    /// The model: `tiny` (from scratch) or the path of a Hugging Face model directory.
+    /// The model: `tiny` (from scratch), a `.gguf` file or a Hugging Face model directory.
     pub model: String,
     /// Sizes of the tiny model.
     #[serde(default)]

@@ -18,7 +18,7 @@ use envrl::{
     BehaviourCloning, Environment, IterationMetrics, ScoreRow, Tokenizer, Trainer, TrainerParts,
     latest_checkpoint,
 };
-use envrl_algos::{AuxConfig, CausalLm, HfTokenizer};
+use envrl_algos::{AuxConfig, CausalLm, Pretrained};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -227,16 +227,8 @@ fn load_model<E: Environment>(
             .init(device, config.trainer.seed)?;
         return Ok((Arc::new(tokenizer), model));
     }
-    let path = Path::new(&config.model);
-    if path.extension().is_some_and(|e| e == "gguf") {
-        bail!(
-            "model {}: GGUF files cannot be loaded yet; pass a Hugging Face model directory or `tiny`",
-            path.display()
-        );
-    }
-    let tokenizer = HfTokenizer::from_dir(path)?;
-    let (model, _) = CausalLm::from_hf_dir(path, device)?;
-    Ok((Arc::new(tokenizer), model))
+    let pretrained = Pretrained::load(&config.model, device)?;
+    Ok((Arc::new(pretrained.tokenizer), pretrained.model))
 }
 
 fn train_with<E: Environment + 'static>(

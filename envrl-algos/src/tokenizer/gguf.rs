@@ -1,0 +1,160 @@
+//! The tokenizer of a GGUF file, rebuilt from its `tokenizer.ggml.*` metadata as the Hugging
+//! Face `tokenizer.json` the file was converted from (byte-level BPE, the pre-tokenizer named by
+//! `tokenizer.ggml.pre`, control tokens as special added tokens) and the chat template of
+//! `tokenizer.chat_template`.
+
+use serde_json::{Value, json};
+
+use crate::error::Result;
+use crate::gguf::{GgufFile, GgufValue};
+use crate::tokenizer::HfTokenizer;
+use crate::tokenizer::hf::tokenizer_error;
+
+/// llama.cpp's token types.
+const TOKEN_CONTROL: i64 = 3;
+const TOKEN_USER_DEFINED: i64 = 4;
+
+/// The split pattern of Qwen2's pre-tokenizer.
+const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+fn byte_level(use_regex: bool) -> Value {
+    json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": use_regex})
+}
+
+/// The normalizer and pre-tokenizer of a `tokenizer.ggml.pre` name.
+fn pre_tokenizer(pre: &str) -> Option<(Value, Value)> {
+    Some(match pre {
+        "smollm" => (
+            Value::Null,
+            json!({"type": "Sequence", "pretokenizers": [
+                {"type": "Digits", "individual_digits": true},
+                {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}
+            ]}),
+        ),
+        "qwen2" => (
+            json!({"type": "NFC"}),
+            json!({"type": "Sequence", "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": QWEN2_PATTERN}, "behavior": "Isolated", "invert": false},
+                byte_level(false)
+            ]}),
+        ),
+        "gpt-2" | "default" => (Value::Null, byte_level(true)),
+        _ => return None,
+    })
+}
+
+fn strings<'a>(file: &GgufFile, items: &'a [GgufValue], key: &str) -> Result<Vec<&'a str>> {
+    items
+        .iter()
+        .map(|v| match v {
+            GgufValue::String(s) => Ok(s.as_str()),
+            other => Err(file.error(format!("metadata `{key}` holds {other:?}, not a string"))),
+        })
+        .collect()
+}
+
+impl HfTokenizer {
+    /// Builds the tokenizer stored in a GGUF file's metadata (`tokenizer.ggml.model = gpt2`,
+    /// byte-level BPE, with the `smollm`, `qwen2` or `gpt-2` pre-tokenizer) and its chat template.
+    ///
+    /// # Errors
+    /// [`crate::Error::ModelFile`] / [`crate::Error::Tokenizer`] naming the file and key when the
+    /// metadata is missing or malformed, or describes a tokenizer this crate cannot rebuild.
+    pub fn from_gguf(file: &GgufFile) -> Result<Self> {
+        let model = file.string("tokenizer.ggml.model")?;
+        if model != "gpt2" {
+            return Err(file.error(format!(
+                "tokenizer.ggml.model `{model}` is not supported (gpt2: byte-level BPE)"
+            )));
+        }
+        let pre = match file.metadata().get("tokenizer.ggml.pre") {
+            Some(_) => file.string("tokenizer.ggml.pre")?,
+            None => "default",
+        };
+        let (normalizer, pre_tokenizer) = pre_tokenizer(pre).ok_or_else(|| {
+            file.error(format!(
+                "tokenizer.ggml.pre `{pre}` is not supported (smollm, qwen2, gpt-2, default)"
+            ))
+        })?;
+        let tokens = strings(
+            file,
+            file.array("tokenizer.ggml.tokens")?,
+            "tokenizer.ggml.tokens",
+        )?;
+        let merges: Vec<Value> = strings(
+            file,
+            file.array("tokenizer.ggml.merges")?,
+            "tokenizer.ggml.merges",
+        )?
+        .into_iter()
+        .map(|m| match m.split_once(' ') {
+            Some((a, b)) => Ok(json!([a, b])),
+            None => Err(file.error(format!("tokenizer.ggml.merges: `{m}` is not a pair"))),
+        })
+        .collect::<Result<_>>()?;
+        let types: Vec<i64> = match file.metadata().get("tokenizer.ggml.token_type") {
+            Some(GgufValue::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    GgufValue::Int(t) => *t,
+                    GgufValue::Uint(t) => *t as i64,
+                    _ => 1,
+                })
+                .collect(),
+            _ => vec![1; tokens.len()],
+        };
+        let vocab: serde_json::Map<String, Value> = tokens
+            .iter()
+            .enumerate()
+            .map(|(id, t)| (t.to_string(), json!(id)))
+            .collect();
+        let added: Vec<Value> = tokens
+            .iter()
+            .zip(&types)
+            .enumerate()
+            .filter(|(_, (_, t))| matches!(**t, TOKEN_CONTROL | TOKEN_USER_DEFINED))
+            .map(|(id, (content, t))| {
+                json!({"id": id, "content": content, "single_word": false, "lstrip": false,
+                       "rstrip": false, "normalized": false, "special": *t == TOKEN_CONTROL})
+            })
+            .collect();
+        let spec = json!({
+            "version": "1.0",
+            "truncation": null,
+            "padding": null,
+            "added_tokens": added,
+            "normalizer": normalizer,
+            "pre_tokenizer": pre_tokenizer,
+            "post_processor": byte_level(false),
+            "decoder": byte_level(false),
+            "model": {"type": "BPE", "dropout": null, "unk_token": null,
+                      "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                      "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+                      "vocab": vocab, "merges": merges}
+        });
+        let inner: tokenizers::Tokenizer = spec
+            .to_string()
+            .parse()
+            .map_err(|e| tokenizer_error(file.path(), format!("tokenizer metadata: {e}")))?;
+        let id = |key: &str| -> Result<Option<u32>> {
+            match file.metadata().get(key) {
+                None => Ok(None),
+                Some(_) => {
+                    let id = file.uint(key)?;
+                    if id as usize >= tokens.len() {
+                        return Err(file.error(format!("{key} {id} is outside the vocabulary")));
+                    }
+                    Ok(Some(id as u32))
+                }
+            }
+        };
+        let eos = id("tokenizer.ggml.eos_token_id")?
+            .ok_or_else(|| file.error("metadata `tokenizer.ggml.eos_token_id` is missing"))?;
+        let pad = id("tokenizer.ggml.padding_token_id")?.unwrap_or(eos);
+        let template = match file.metadata().get("tokenizer.chat_template") {
+            Some(_) => Some(file.string("tokenizer.chat_template")?),
+            None => None,
+        };
+        HfTokenizer::new(inner, template, eos, pad, file.path())
+    }
+}
