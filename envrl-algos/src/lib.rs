@@ -26,7 +26,7 @@
 
 mod advantage;
 mod algorithm;
-mod aux;
+mod auxiliary;
 mod critic;
 mod error;
 mod gguf;
@@ -42,7 +42,7 @@ pub use advantage::{
     gae_row, group_mean_std, row_scores, whiten,
 };
 pub use algorithm::{AdvantageConfig, AlgorithmConfig, AlgorithmParts, AuxConfig, PpoConfig};
-pub use aux::{
+pub use auxiliary::{
     ActionTarget, AuxSource, InSequenceConfig, InSequenceStatePrediction, InverseDynamics,
     InverseDynamicsConfig, StatePrediction, StatePredictionConfig, Transition, TransitionFilter,
     inverse_dynamics_prompt, state_prediction_prompt,

@@ -31,7 +31,7 @@
 
 mod advantage;
 #[cfg(feature = "burn")]
-mod aux;
+mod auxiliary;
 #[cfg(feature = "burn")]
 mod critic;
 mod env;
@@ -43,7 +43,7 @@ mod trajectory;
 
 pub use advantage::{Advantage, TokenAdvantages};
 #[cfg(feature = "burn")]
-pub use aux::{AuxExample, AuxObjective, token_mean_cross_entropy};
+pub use auxiliary::{AuxExample, AuxObjective, token_mean_cross_entropy};
 #[cfg(feature = "burn")]
 pub use critic::Critic;
 pub use env::{Environment, Observation, StepOutcome};

@@ -16,7 +16,7 @@ use crate::alfworld::{
     AlfEngine, DEFAULT_PLAN_BUDGET, Fact, Formula, Game, GameFile, Problem, TaskType, Wording,
 };
 
-/// Generates games; see the [module docs](self).
+/// Generates games; see the [module docs](crate::alfworld).
 #[derive(Debug, Clone, Copy)]
 pub struct GameGenerator {
     seed: u64,

@@ -8,7 +8,7 @@ pub const ROOMS: [&str; 6] = ["garden", "kitchen", "hall", "study", "cellar", "a
 /// Reward for opening the door (as ALFWorld's 10 on the winning step).
 pub const WIN_REWARD: f32 = 10.0;
 
-/// The key-and-door world. See the [module docs](self).
+/// The key-and-door world. See the [module docs](crate::keydoor).
 #[derive(Debug, Clone)]
 pub struct KeyDoor {
     rooms: usize,

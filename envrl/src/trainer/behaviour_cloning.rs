@@ -2,7 +2,7 @@ use burn::optim::{AdamWConfig, GradientsParams};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use crate::aux::token_mean_cross_entropy;
+use crate::auxiliary::token_mean_cross_entropy;
 use crate::policy::{Policy, ScoreRow};
 use crate::trainer::clip_global_grad_norm;
 

@@ -8,7 +8,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::advantage::{Advantage, TokenAdvantages};
-use crate::aux::{AuxExample, AuxObjective};
+use crate::auxiliary::{AuxExample, AuxObjective};
 use crate::critic::Critic;
 use crate::env::Environment;
 use crate::error::{Error, Result};

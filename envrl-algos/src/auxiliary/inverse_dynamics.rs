@@ -16,7 +16,7 @@ use envrl::{AuxExample, AuxObjective, RolloutBatch, Schedule, Tokenizer};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::aux::TransitionFilter;
+use crate::auxiliary::TransitionFilter;
 
 /// The form of the target action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

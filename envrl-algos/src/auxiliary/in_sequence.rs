@@ -15,7 +15,7 @@ use envrl::{AuxExample, AuxObjective, RolloutBatch, Schedule, ScoreRow, Tokenize
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::aux::TransitionFilter;
+use crate::auxiliary::TransitionFilter;
 
 /// In-sequence state-prediction settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

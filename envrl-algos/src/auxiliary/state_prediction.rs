@@ -17,7 +17,7 @@ use envrl::{AuxExample, AuxObjective, RolloutBatch, Schedule, Tokenizer};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::aux::TransitionFilter;
+use crate::auxiliary::TransitionFilter;
 
 /// State-prediction settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
