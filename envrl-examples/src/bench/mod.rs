@@ -1,6 +1,9 @@
-//! `envrl bench`: speed tables next to the reference implementations' recorded figures.
+//! `envrl bench`: speed tables next to the reference implementations (their recorded figures, or
+//! PyTorch run in the same command).
 
 pub mod alfworld;
+pub mod lm;
 pub mod webshop;
 pub use alfworld::bench_alfworld;
+pub use lm::{GenerateBench, TrainBench, bench_generate, bench_train};
 pub use webshop::bench_webshop;

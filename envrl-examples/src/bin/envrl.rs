@@ -119,6 +119,50 @@ enum BenchWhat {
         #[arg(long, default_value_t = 1_200_000)]
         scale_products: usize,
     },
+    /// Causal-LM prefill and KV-cache generation tokens/s of a GGUF model, next to PyTorch
+    /// eager on the same weights with --python.
+    Generate {
+        /// A `.gguf` file.
+        #[arg(long)]
+        model: PathBuf,
+        /// Prompt tokens per row.
+        #[arg(long, default_value_t = 128)]
+        prompt_len: usize,
+        /// New tokens per row.
+        #[arg(long, default_value_t = 64)]
+        new_tokens: usize,
+        /// Batch sizes, comma-separated.
+        #[arg(long, default_value = "1,16", value_delimiter = ',')]
+        batches: Vec<usize>,
+        /// Tokens of the single-row prefill measure.
+        #[arg(long, default_value_t = 512)]
+        prefill_len: usize,
+        /// A Python with torch, transformers and gguf: adds the PyTorch column.
+        #[arg(long)]
+        python: Option<PathBuf>,
+    },
+    /// Causal-LM training tokens/s (forward, backward, AdamW), next to PyTorch eager on the same
+    /// model and shapes with --python.
+    Train {
+        /// `tiny` (the examples' model) or a `.gguf` file / Hugging Face directory.
+        #[arg(long, default_value = "tiny")]
+        model: String,
+        /// Vocabulary of the tiny model.
+        #[arg(long, default_value_t = 2048)]
+        vocab: usize,
+        /// Rows per step.
+        #[arg(long, default_value_t = 8)]
+        batch: usize,
+        /// Tokens per row.
+        #[arg(long, default_value_t = 256)]
+        seq: usize,
+        /// Timed steps.
+        #[arg(long, default_value_t = 5)]
+        steps: usize,
+        /// A Python with torch and transformers: adds the PyTorch column.
+        #[arg(long)]
+        python: Option<PathBuf>,
+    },
     /// ALFWorld engine: steps/s, reset and load times over valid_unseen.
     Alfworld {
         /// The ALFWORLD_DATA directory (holding json_2.1.1/).
@@ -412,6 +456,42 @@ fn main() -> Result<()> {
                     scale_products,
                 },
         } => envrl_examples::bench::bench_webshop(&data, seconds, scale_products)?,
+        Command::Bench {
+            what:
+                BenchWhat::Generate {
+                    model,
+                    prompt_len,
+                    new_tokens,
+                    batches,
+                    prefill_len,
+                    python,
+                },
+        } => envrl_examples::bench::bench_generate(&envrl_examples::bench::GenerateBench {
+            model,
+            prompt_len,
+            new_tokens,
+            batches,
+            prefill_len,
+            python,
+        })?,
+        Command::Bench {
+            what:
+                BenchWhat::Train {
+                    model,
+                    vocab,
+                    batch,
+                    seq,
+                    steps,
+                    python,
+                },
+        } => envrl_examples::bench::bench_train(&envrl_examples::bench::TrainBench {
+            model,
+            vocab,
+            batch,
+            seq,
+            steps,
+            python,
+        })?,
     }
     Ok(())
 }

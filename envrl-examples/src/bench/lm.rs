@@ -1,0 +1,346 @@
+//! `envrl bench generate` and `envrl bench train`: the causal LM's prefill, generation and
+//! training throughput, next to PyTorch eager (`bench/torch_bench.py`, run in the same command
+//! with the same model, shapes, threads and steps) when `--python` names an interpreter that
+//! has torch, transformers and gguf.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use burn::tensor::Device;
+use envrl::{BehaviourCloning, SamplingParams, ScoreRow};
+use envrl_algos::{CausalLm, LmConfig, Pretrained};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// One timed measure: tokens processed, wall seconds, CPU seconds of the process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    /// Tokens processed.
+    pub tokens: f64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// CPU seconds (user + system) of the whole process.
+    pub cpu_seconds: f64,
+}
+
+impl Timing {
+    /// Tokens per wall-clock second.
+    pub fn per_second(&self) -> f64 {
+        self.tokens / self.seconds
+    }
+
+    /// Tokens per CPU-second.
+    pub fn per_cpu_second(&self) -> f64 {
+        self.tokens / self.cpu_seconds.max(1e-9)
+    }
+
+    fn from_json(v: &serde_json::Value) -> Option<Self> {
+        Some(Self {
+            tokens: v["tokens"].as_f64()?,
+            seconds: v["seconds"].as_f64()?,
+            cpu_seconds: v["cpu_seconds"].as_f64()?,
+        })
+    }
+}
+
+/// CPU seconds (user + system) this process has used, from `/proc/self/stat` (0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // /proc reports USER_HZ ticks, 100 per second on Linux.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Times `f`, which processes `tokens` tokens.
+fn timed(tokens: usize, f: impl FnOnce()) -> Timing {
+    let (start, cpu) = (Instant::now(), cpu_seconds());
+    f();
+    Timing {
+        tokens: tokens as f64,
+        seconds: start.elapsed().as_secs_f64(),
+        cpu_seconds: cpu_seconds() - cpu,
+    }
+}
+
+fn random_ids(rng: &mut ChaCha8Rng, vocab: usize, len: usize) -> Vec<u32> {
+    (0..len).map(|_| rng.random_range(3..vocab as u32)).collect()
+}
+
+/// Runs `bench/torch_bench.py` with `python` and parses its JSON line.
+fn run_python(python: &Path, args: &[String]) -> Result<serde_json::Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/torch_bench.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .args(args)
+        .output()
+        .with_context(|| format!("running {} {}", python.display(), script.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} failed:\n{}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).with_context(|| format!("parsing the PyTorch result `{line}`"))
+}
+
+/// One row of a side-by-side table.
+fn row(measure: &str, ours: Timing, reference: Option<Timing>) {
+    let fmt = |t: Option<Timing>| {
+        t.map_or("–".to_string(), |t| {
+            format!("{:.0} ({:.0}/CPU-s)", t.per_second(), t.per_cpu_second())
+        })
+    };
+    let ratio = reference.map_or("–".to_string(), |r| {
+        format!(
+            "{:.2}× ({:.2}× per CPU-s)",
+            ours.per_second() / r.per_second(),
+            ours.per_cpu_second() / r.per_cpu_second()
+        )
+    });
+    println!(
+        "| {measure} | {} | {} | {ratio} |",
+        fmt(Some(ours)),
+        fmt(reference)
+    );
+}
+
+fn header(threads: usize) {
+    println!("threads: {threads} (Burn flex uses the rayon pool; PyTorch set_num_threads)");
+    println!();
+    println!("| measure (tokens/s) | envrl (Burn flex) | PyTorch eager | ratio |");
+    println!("|---|---|---|---|");
+}
+
+/// Shapes of `envrl bench generate`.
+#[derive(Debug, Clone)]
+pub struct GenerateBench {
+    /// A `.gguf` file (the PyTorch side dequantizes the same file).
+    pub model: PathBuf,
+    /// Prompt tokens of each generation row.
+    pub prompt_len: usize,
+    /// New tokens per row (no stop token: every row generates exactly this many).
+    pub new_tokens: usize,
+    /// Batch sizes to time.
+    pub batches: Vec<usize>,
+    /// Tokens of the single-row prefill measure.
+    pub prefill_len: usize,
+    /// The Python interpreter for the PyTorch column.
+    pub python: Option<PathBuf>,
+}
+
+/// Prefill and KV-cache generation throughput of a GGUF model, optionally next to PyTorch.
+///
+/// # Errors
+/// When the model cannot be loaded or the PyTorch script fails.
+pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
+    let threads = rayon::current_num_threads();
+    let Pretrained { model, config, .. } = Pretrained::load(&bench.model, &Device::flex())?;
+    let vocab = model.vocab_size();
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let prefill_ids = random_ids(&mut rng, vocab, bench.prefill_len);
+    let _ = model.forward(std::slice::from_ref(&prefill_ids)); // warm-up
+    let prefill = timed(bench.prefill_len, || {
+        let _ = model
+            .forward(std::slice::from_ref(&prefill_ids))
+            .into_data();
+    });
+    let params = SamplingParams {
+        temperature: 0.0,
+        top_p: 1.0,
+        max_new_tokens: bench.new_tokens,
+    };
+    let mut generation = Vec::new();
+    for &batch in &bench.batches {
+        let prompts: Vec<Vec<u32>> = (0..batch)
+            .map(|_| random_ids(&mut rng, vocab, bench.prompt_len))
+            .collect();
+        let warm = SamplingParams {
+            max_new_tokens: 2,
+            ..params
+        };
+        model.generate_batch(&prompts, &[], 0, &warm, &mut rng);
+        let mut produced = 0;
+        let mut timing = timed(0, || {
+            produced = model
+                .generate_batch(&prompts, &[], 0, &params, &mut rng)
+                .iter()
+                .map(|g| g.tokens.len())
+                .sum();
+        });
+        timing.tokens = produced as f64;
+        generation.push((batch, timing));
+    }
+
+    let reference = match &bench.python {
+        Some(python) => Some(run_python(
+            python,
+            &[
+                "generate".into(),
+                "--gguf".into(),
+                bench.model.display().to_string(),
+                "--prompt-len".into(),
+                bench.prompt_len.to_string(),
+                "--new-tokens".into(),
+                bench.new_tokens.to_string(),
+                "--prefill-len".into(),
+                bench.prefill_len.to_string(),
+                "--batches".into(),
+                bench
+                    .batches
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                "--threads".into(),
+                threads.to_string(),
+            ],
+        )?),
+        None => None,
+    };
+    println!(
+        "model: {} ({} layers, width {})",
+        bench.model.display(),
+        config.num_hidden_layers,
+        config.hidden_size
+    );
+    header(threads);
+    row(
+        &format!("prefill, 1 × {} tokens", bench.prefill_len),
+        prefill,
+        reference
+            .as_ref()
+            .and_then(|r| Timing::from_json(&r["prefill"])),
+    );
+    for (batch, timing) in generation {
+        row(
+            &format!(
+                "generation, batch {batch}, {} + {} tokens, KV cache",
+                bench.prompt_len, bench.new_tokens
+            ),
+            timing,
+            reference
+                .as_ref()
+                .and_then(|r| Timing::from_json(&r[format!("generate_b{batch}")])),
+        );
+    }
+    Ok(())
+}
+
+/// Shapes of `envrl bench train`.
+#[derive(Debug, Clone)]
+pub struct TrainBench {
+    /// `tiny` (the examples' model, with `vocab` tokens) or a `.gguf` file / HF directory.
+    pub model: String,
+    /// Vocabulary of the tiny model.
+    pub vocab: usize,
+    /// Rows per step.
+    pub batch: usize,
+    /// Tokens per row.
+    pub seq: usize,
+    /// Timed steps (after one warm-up step).
+    pub steps: usize,
+    /// The Python interpreter for the PyTorch column.
+    pub python: Option<PathBuf>,
+}
+
+/// The Hugging Face `config.json` of a model config (what the PyTorch side builds).
+fn hf_config(config: &LmConfig) -> serde_json::Value {
+    serde_json::json!({
+        "model_type": if config.attention_bias { "qwen2" } else { "llama" },
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "intermediate_size": config.intermediate_size,
+        "num_hidden_layers": config.num_hidden_layers,
+        "num_attention_heads": config.num_attention_heads,
+        "num_key_value_heads": config.num_key_value_heads,
+        "rope_theta": config.rope_theta,
+        "rms_norm_eps": config.rms_norm_eps,
+        "tie_word_embeddings": config.tie_word_embeddings,
+        "max_position_embeddings": 8192,
+    })
+}
+
+/// Training throughput (forward, backward, global grad clipping and AdamW on full-sequence
+/// next-token cross-entropy), optionally next to PyTorch.
+///
+/// # Errors
+/// When the model cannot be loaded or the PyTorch script fails.
+pub fn bench_train(bench: &TrainBench) -> Result<()> {
+    let threads = rayon::current_num_threads();
+    let device = Device::flex().autodiff();
+    let (model, config): (CausalLm, LmConfig) = if bench.model == "tiny" {
+        let config = LmConfig::tiny(bench.vocab);
+        (config.init(&device, 0)?, config)
+    } else {
+        let p = Pretrained::load(&bench.model, &device)?;
+        (p.model, p.config)
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let rows: Vec<ScoreRow> = (0..bench.batch)
+        .map(|_| {
+            let ids = random_ids(&mut rng, config.vocab_size, bench.seq);
+            ScoreRow {
+                context: ids[..1].to_vec(),
+                target: ids[1..].to_vec(),
+            }
+        })
+        .collect();
+    let bc = |steps| BehaviourCloning {
+        steps,
+        batch_size: bench.batch,
+        learning_rate: 1e-5,
+        max_grad_norm: 1.0,
+    };
+    let (model, _) = bc(1).train(model, &rows, &mut rng); // warm-up
+    let ours = timed(bench.batch * bench.seq * bench.steps, || {
+        let _ = bc(bench.steps).train(model, &rows, &mut rng);
+    });
+
+    let reference = match &bench.python {
+        Some(python) => {
+            let file = tempfile::NamedTempFile::new()?;
+            std::fs::write(file.path(), hf_config(&config).to_string())?;
+            let result = run_python(
+                python,
+                &[
+                    "train".into(),
+                    "--config".into(),
+                    file.path().display().to_string(),
+                    "--batch".into(),
+                    bench.batch.to_string(),
+                    "--seq".into(),
+                    bench.seq.to_string(),
+                    "--steps".into(),
+                    bench.steps.to_string(),
+                    "--threads".into(),
+                    threads.to_string(),
+                ],
+            )?;
+            Timing::from_json(&result["train"])
+        }
+        None => None,
+    };
+    println!(
+        "model: {} (vocab {}, {} layers, width {}); batch {} × {} tokens, {} steps",
+        bench.model,
+        config.vocab_size,
+        config.num_hidden_layers,
+        config.hidden_size,
+        bench.batch,
+        bench.seq,
+        bench.steps
+    );
+    header(threads);
+    row("training (forward, backward, AdamW)", ours, reference);
+    Ok(())
+}
