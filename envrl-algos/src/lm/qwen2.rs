@@ -8,7 +8,7 @@
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::activation::silu;
-use burn::tensor::module::{attention, embedding, linear};
+use burn::tensor::module::{attention, embedding};
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 use rand::SeedableRng;
@@ -52,8 +52,8 @@ impl Mlp {
     /// # Shapes
     /// - `x`: `[batch, seq, d_model]`; returns the same shape.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        self.down_proj
-            .forward(silu(self.gate_proj.forward(x.clone())) * self.up_proj.forward(x))
+        let hidden = silu(project(&self.gate_proj, x.clone())) * project(&self.up_proj, x);
+        project(&self.down_proj, hidden)
     }
 }
 
@@ -91,19 +91,13 @@ impl Attention {
     ) -> Tensor<3> {
         let [batch, seq, _] = x.dims();
         let (h, kvh, hd) = (self.n_heads, self.n_kv_heads, self.head_dim);
-        let q = self
-            .q_proj
-            .forward(x.clone())
+        let q = project(&self.q_proj, x.clone())
             .reshape([batch, seq, h, hd])
             .swap_dims(1, 2);
-        let k = self
-            .k_proj
-            .forward(x.clone())
+        let k = project(&self.k_proj, x.clone())
             .reshape([batch, seq, kvh, hd])
             .swap_dims(1, 2);
-        let v = self
-            .v_proj
-            .forward(x)
+        let v = project(&self.v_proj, x)
             .reshape([batch, seq, kvh, hd])
             .swap_dims(1, 2);
         let q = rope.apply(q);
@@ -120,9 +114,26 @@ impl Attention {
             is_causal: mask.is_none(),
         };
         let out = attention(q, k, v, mask, None, options);
-        self.o_proj
-            .forward(out.swap_dims(1, 2).reshape([batch, seq, h * hd]))
+        project(
+            &self.o_proj,
+            out.swap_dims(1, 2).reshape([batch, seq, h * hd]),
+        )
     }
+}
+
+/// `x · W + b` for `x` of `[batch, seq, d_in]`, as one 2-D product over all `batch · seq` rows.
+/// `Linear::forward` broadcasts the weight over the batch instead, which runs one product per
+/// row and, in decoding (one position per row), streams the whole weight matrix once per row.
+pub(crate) fn project(linear: &Linear, x: Tensor<3>) -> Tensor<3> {
+    let [batch, seq, d_in] = x.dims();
+    let weight = linear.weight.val();
+    let d_out = weight.dims()[1];
+    let y = x.reshape([batch * seq, d_in]).matmul(weight);
+    let y = match &linear.bias {
+        Some(bias) => y + bias.val().unsqueeze::<2>(),
+        None => y,
+    };
+    y.reshape([batch, seq, d_out])
 }
 
 /// Repeats each key/value head `n_rep` times: `[b, kvh, s, d]` → `[b, kvh·n_rep, s, d]`.
@@ -334,8 +345,19 @@ impl CausalLm {
     /// - `hidden`: `[batch, seq, d_model]`; returns `[batch, seq, vocab]`
     pub fn logits(&self, hidden: Tensor<3>) -> Tensor<3> {
         match &self.lm_head {
-            Some(head) => head.forward(hidden),
-            None => linear(hidden, self.model.embed_tokens.val().transpose(), None),
+            Some(head) => project(head, hidden),
+            None => {
+                // One 2-D product with the transposed embedding as a strided view: going
+                // through `linear` would unsqueeze the transpose, which copies the whole
+                // `[vocab, d_model]` matrix on every call.
+                let [batch, seq, d_model] = hidden.dims();
+                let embedding = self.model.embed_tokens.val();
+                let vocab = embedding.dims()[0];
+                hidden
+                    .reshape([batch * seq, d_model])
+                    .matmul(embedding.transpose())
+                    .reshape([batch, seq, vocab])
+            }
         }
     }
 

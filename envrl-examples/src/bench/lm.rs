@@ -53,7 +53,12 @@ fn cpu_seconds() -> f64 {
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     // /proc reports USER_HZ ticks, 100 per second on Linux.
     (ticks(11) + ticks(12)) / 100.0
 }
@@ -70,7 +75,9 @@ fn timed(tokens: usize, f: impl FnOnce()) -> Timing {
 }
 
 fn random_ids(rng: &mut ChaCha8Rng, vocab: usize, len: usize) -> Vec<u32> {
-    (0..len).map(|_| rng.random_range(3..vocab as u32)).collect()
+    (0..len)
+        .map(|_| rng.random_range(3..vocab as u32))
+        .collect()
 }
 
 /// Runs `bench/torch_bench.py` with `python` and parses its JSON line.
