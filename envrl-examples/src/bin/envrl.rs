@@ -62,7 +62,8 @@ enum Command {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// Starting point: cpu-tiny (a from-scratch tiny LM sized for 2 CPU cores).
+    /// Starting point: cpu-tiny (a from-scratch tiny LM sized for 2 CPU cores), smollm2-135m
+    /// (SmolLM2-135M-Instruct GGUF at CPU scale) or paper-1.5b (the paper's setting, for a GPU).
     #[arg(long, default_value = "cpu-tiny")]
     preset: String,
     /// A TOML config (a run's config.toml works); replaces the preset.

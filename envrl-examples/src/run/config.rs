@@ -10,7 +10,17 @@ use serde::{Deserialize, Serialize};
 pub const ENV_NAMES: [&str; 3] = ["alfworld", "webshop", "keydoor"];
 
 /// The presets `--preset` knows.
-pub const PRESET_NAMES: [&str; 1] = ["cpu-tiny"];
+pub const PRESET_NAMES: [&str; 3] = ["cpu-tiny", "smollm2-135m", "paper-1.5b"];
+
+/// Where fetched registry models live: `$ENVRL_MODELS`, else `~/.cache/envrl-models`.
+pub fn models_dir() -> std::path::PathBuf {
+    std::env::var_os("ENVRL_MODELS")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache/envrl-models"))
+        })
+        .unwrap_or_else(|| std::path::PathBuf::from(".cache/envrl-models"))
+}
 
 /// A from-scratch model's sizes (Qwen2 architecture).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -195,13 +205,90 @@ impl RunConfig {
         })
     }
 
+    /// The `smollm2-135m` preset: SmolLM2-135M-Instruct from its GGUF
+    /// (`scripts/fetch-smollm2.sh`), a short SFT warm start, then GRPO with the paper's loss
+    /// settings at a scale a CPU can run (2 groups × 4, micro-batches of 2 rows).
+    ///
+    /// # Errors
+    /// When the environment name is unknown.
+    pub fn smollm2_135m(env: &str) -> Result<Self> {
+        let mut config = Self::cpu_tiny(env)?;
+        config.model = models_dir()
+            .join("SmolLM2-135M-Instruct.Q4_1.gguf")
+            .display()
+            .to_string();
+        config.warmup = WarmupConfig {
+            episodes: 20,
+            steps: 20,
+            batch_size: 2,
+            learning_rate: 1e-5,
+        };
+        let t = &mut config.trainer;
+        t.iterations = 10;
+        t.groups = 2;
+        t.group_size = 4;
+        t.mini_batch_rows = 16;
+        t.micro_batch_rows = 2;
+        t.learning_rate = 1e-6;
+        t.weight_decay = 0.01;
+        t.eval_every = 5;
+        t.eval_episodes = 8;
+        t.sampling.max_new_tokens = 96;
+        t.eval_sampling.max_new_tokens = 96;
+        t.eval_sampling.temperature = 0.4;
+        config.algorithm.loss = ClippedPgConfig::default();
+        Ok(config)
+    }
+
+    /// The `paper-1.5b` preset: the paper's setting (ENVRL.md) with Qwen2.5-1.5B-Instruct's
+    /// architecture from the registry GGUF of Qwen2.5-Coder-1.5B-Instruct: 16 groups × 8, lr 1e-6,
+    /// KL 0.01, clip 0.2, 150 iterations, 50 (ALFWorld) / 15 (WebShop) steps, 512-token
+    /// responses, mini-batches of 256 / 64 rows, no warm start; add the EnvRL objectives with
+    /// `--aux` (λ0 0.2, cosine). Sized for a GPU.
+    ///
+    /// # Errors
+    /// When the environment name is unknown.
+    pub fn paper_1_5b(env: &str) -> Result<Self> {
+        let mut config = Self::cpu_tiny(env)?;
+        config.model = models_dir()
+            .join("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+            .display()
+            .to_string();
+        config.warmup.steps = 0;
+        let webshop = env == "webshop";
+        config.trainer = TrainerConfig {
+            seed: config.trainer.seed,
+            iterations: 150,
+            groups: 16,
+            group_size: 8,
+            max_steps: if webshop { 15 } else { 50 },
+            mini_batch_rows: if webshop { 64 } else { 256 },
+            micro_batch_rows: 8,
+            learning_rate: 1e-6,
+            weight_decay: 0.01,
+            eval_every: 10,
+            eval_episodes: if webshop { 500 } else { 134 },
+            checkpoint_every: 10,
+            ..Default::default()
+        };
+        config.trainer.sampling.max_new_tokens = 512;
+        config.trainer.eval_sampling.max_new_tokens = 512;
+        config.trainer.eval_sampling.temperature = 0.4;
+        config.algorithm.loss = ClippedPgConfig::default();
+        Ok(config)
+    }
+
     /// A preset by name.
     ///
     /// # Errors
     /// When the preset or environment name is unknown.
     pub fn preset(name: &str, env: &str) -> Result<Self> {
         check_name("preset", name, &PRESET_NAMES)?;
-        Self::cpu_tiny(env)
+        match name {
+            "smollm2-135m" => Self::smollm2_135m(env),
+            "paper-1.5b" => Self::paper_1_5b(env),
+            _ => Self::cpu_tiny(env),
+        }
     }
 
     /// Reads a TOML file; unknown keys are errors that name the key.

@@ -40,6 +40,11 @@ pub struct TrainerConfig {
     pub max_steps: usize,
     /// Step rows per optimizer step (mini-batch). Default 256.
     pub mini_batch_rows: usize,
+    /// Step rows per forward/backward pass (micro-batch): a mini-batch is scored in micro-batches
+    /// whose gradients are accumulated before the one optimizer step, so memory follows this
+    /// size. The mini-batch loss is the mean of the micro-batches' token-means (as verl-agent
+    /// computes it). 0 (the default) scores the whole mini-batch at once.
+    pub micro_batch_rows: usize,
     /// AdamW learning rate. Default 1e-6.
     pub learning_rate: f64,
     /// AdamW decoupled weight decay. Default 0.01.
@@ -73,6 +78,7 @@ impl Default for TrainerConfig {
             group_size: 8,
             max_steps: 50,
             mini_batch_rows: 256,
+            micro_batch_rows: 0,
             learning_rate: 1e-6,
             weight_decay: 0.01,
             max_grad_norm: 1.0,

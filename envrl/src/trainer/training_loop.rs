@@ -2,7 +2,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
+use burn::optim::{AdamWConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -389,77 +389,63 @@ where
             None => sums.push((name.to_string(), value)),
         };
 
+        let micro = match self.config.micro_batch_rows {
+            0 => mini,
+            rows => rows.min(mini),
+        };
         for (m, chunk_start) in (0..rows.len()).step_by(mini).enumerate() {
             let range = chunk_start..(chunk_start + mini).min(rows.len());
-            let score_rows = &rows[range.clone()];
-            summary.tokens += score_rows
-                .iter()
-                .map(|r| r.context.len() + r.target.len())
-                .sum::<usize>();
             if let (Some(critic), Some(values), Some(returns)) = (
                 self.parts.critic.as_mut(),
                 values,
                 advantages.returns.as_ref(),
             ) {
-                for (name, value) in
-                    critic.update(score_rows, &values[range.clone()], &returns[range.clone()])
-                {
+                for (name, value) in critic.update(
+                    &rows[range.clone()],
+                    &values[range.clone()],
+                    &returns[range.clone()],
+                ) {
                     add(&mut sums, &name, value);
                 }
             }
-            let scores = self
-                .policy
-                .score(score_rows, self.parts.loss.needs_entropy());
-            let [n, width] = scores.mask.dims();
-            let old = pad_rows(
-                old_logprobs[range.clone()].iter().copied(),
-                n,
-                width,
-                &self.device,
-            );
-            let ref_logprobs = self.reference.as_ref().map(|reference| {
-                let data = reference.score(score_rows, false).logprobs.into_data();
-                Tensor::<2>::from_data(data, &self.device)
-            });
-            let adv = pad_rows(
-                advantages.advantages[range].iter().map(Vec::as_slice),
-                n,
-                width,
-                &self.device,
-            );
-            let output = self.parts.loss.loss(PolicyLossInput {
-                scores: &scores,
-                old_logprobs: old,
-                ref_logprobs,
-                advantages: adv,
-            });
-            let mut total = output.loss;
-            for (name, value) in output.stats {
-                add(&mut sums, name, value.into_scalar::<f32>() as f64);
-            }
-            // Auxiliary terms: this optimizer step's even share of each objective's examples.
-            for ((aux, examples), &lambda) in self.parts.aux.iter().zip(aux_examples).zip(&lambdas)
-            {
-                let share = even_share(examples.len(), n_minibatches, m);
-                if share.is_empty() || lambda == 0.0 {
-                    continue;
-                }
-                let aux_rows: Vec<ScoreRow> =
-                    examples[share].iter().map(|e| e.row.clone()).collect();
-                summary.tokens += aux_rows
-                    .iter()
-                    .map(|r| r.context.len() + r.target.len())
-                    .sum::<usize>();
-                let aux_loss = aux.loss(&self.policy.score(&aux_rows, false));
-                add(
-                    &mut sums,
-                    &format!("loss/aux/{}", aux.name()),
-                    aux_loss.clone().into_scalar::<f32>() as f64,
+            // This optimizer step's even share of each objective's examples.
+            let aux_shares: Vec<std::ops::Range<usize>> = aux_examples
+                .iter()
+                .map(|examples| even_share(examples.len(), n_minibatches, m))
+                .collect();
+            let n_micro = range.len().div_ceil(micro).max(1);
+            let mut accumulated = GradientsAccumulator::new();
+            let mut step_stats: Vec<(String, f64)> = Vec::new();
+            let mut finite = true;
+            for (u, micro_start) in range.clone().step_by(micro).enumerate() {
+                let micro_range = micro_start..(micro_start + micro).min(range.end);
+                let scale = 1.0 / n_micro as f64;
+                let (total, stats, tokens) = self.micro_batch_loss(
+                    &rows[micro_range.clone()],
+                    &old_logprobs[micro_range.clone()],
+                    &advantages.advantages[micro_range],
+                    aux_examples,
+                    &aux_shares,
+                    (u, n_micro),
+                    &lambdas,
                 );
-                total = total + aux_loss.mul_scalar(lambda);
+                summary.tokens += tokens;
+                let total_value = total.clone().into_scalar::<f32>();
+                if !total_value.is_finite() {
+                    finite = false;
+                    break;
+                }
+                for (name, value) in stats {
+                    add(&mut step_stats, &name, value * scale);
+                }
+                add(&mut step_stats, "loss/total", total_value as f64 * scale);
+                let grads = GradientsParams::from_grads(
+                    total.mul_scalar(scale as f32).backward(),
+                    &self.policy,
+                );
+                accumulated.accumulate(&self.policy, grads);
             }
-            let total_value = total.clone().into_scalar::<f32>();
-            if !total_value.is_finite() {
+            if !finite {
                 log::warn!(
                     "non-finite loss at iteration {}; step skipped",
                     self.iteration
@@ -467,9 +453,10 @@ where
                 summary.skipped += 1;
                 continue;
             }
-            add(&mut sums, "loss/total", total_value as f64);
-
-            let mut grads = GradientsParams::from_grads(total.backward(), &self.policy);
+            for (name, value) in step_stats {
+                add(&mut sums, &name, value);
+            }
+            let mut grads = accumulated.grads();
             match clip_global_grad_norm(&self.policy, &mut grads, self.config.max_grad_norm) {
                 Some(norm) => {
                     add(&mut sums, "optim/grad_norm", norm);
@@ -503,6 +490,70 @@ where
             .values
             .push(("optim/skipped_steps".into(), summary.skipped as f64));
         summary
+    }
+
+    /// The loss of one micro-batch: the actor loss of its rows plus, for each auxiliary
+    /// objective, `λ ·` the loss of the micro-batch's part of the step's share of examples.
+    /// Returns the loss, its named statistics and the tokens scored.
+    #[allow(clippy::too_many_arguments)]
+    fn micro_batch_loss(
+        &self,
+        score_rows: &[ScoreRow],
+        old_logprobs: &[&[f32]],
+        advantages: &[Vec<f32>],
+        aux_examples: &[Vec<AuxExample>],
+        aux_shares: &[std::ops::Range<usize>],
+        (micro, n_micro): (usize, usize),
+        lambdas: &[f64],
+    ) -> (Tensor<1>, Vec<(String, f64)>, usize) {
+        let mut stats = Vec::new();
+        let mut tokens: usize = score_rows
+            .iter()
+            .map(|r| r.context.len() + r.target.len())
+            .sum();
+        let scores = self
+            .policy
+            .score(score_rows, self.parts.loss.needs_entropy());
+        let [n, width] = scores.mask.dims();
+        let old = pad_rows(old_logprobs.iter().copied(), n, width, &self.device);
+        let ref_logprobs = self.reference.as_ref().map(|reference| {
+            let data = reference.score(score_rows, false).logprobs.into_data();
+            Tensor::<2>::from_data(data, &self.device)
+        });
+        let adv = pad_rows(advantages.iter().map(Vec::as_slice), n, width, &self.device);
+        let output = self.parts.loss.loss(PolicyLossInput {
+            scores: &scores,
+            old_logprobs: old,
+            ref_logprobs,
+            advantages: adv,
+        });
+        let mut total = output.loss;
+        for (name, value) in output.stats {
+            stats.push((name.to_string(), value.into_scalar::<f32>() as f64));
+        }
+        let objectives = self.parts.aux.iter().zip(aux_examples);
+        for (((aux, examples), share), &lambda) in objectives.zip(aux_shares).zip(lambdas) {
+            let part = even_share(share.len(), n_micro, micro);
+            if part.is_empty() || lambda == 0.0 {
+                continue;
+            }
+            let aux_rows: Vec<ScoreRow> = examples
+                [share.start + part.start..share.start + part.end]
+                .iter()
+                .map(|e| e.row.clone())
+                .collect();
+            tokens += aux_rows
+                .iter()
+                .map(|r| r.context.len() + r.target.len())
+                .sum::<usize>();
+            let aux_loss = aux.loss(&self.policy.score(&aux_rows, false));
+            stats.push((
+                format!("loss/aux/{}", aux.name()),
+                aux_loss.clone().into_scalar::<f32>() as f64,
+            ));
+            total = total + aux_loss.mul_scalar(lambda);
+        }
+        (total, stats, tokens)
     }
 
     /// Writes a checkpoint of the current state into the checkpoint directory and prunes old
