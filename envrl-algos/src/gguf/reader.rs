@@ -299,3 +299,98 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Header, String> {
         tensors,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// A small valid GGUF v3 file: three metadata values (one an array) and two tensors.
+    fn sample_file() -> Vec<u8> {
+        let mut b = b"GGUF".to_vec();
+        b.extend(3u32.to_le_bytes());
+        b.extend(2u64.to_le_bytes()); // tensors
+        b.extend(3u64.to_le_bytes()); // metadata
+        let string = |b: &mut Vec<u8>, s: &str| {
+            b.extend((s.len() as u64).to_le_bytes());
+            b.extend(s.as_bytes());
+        };
+        string(&mut b, "general.architecture");
+        b.extend(8u32.to_le_bytes());
+        string(&mut b, "llama");
+        string(&mut b, "llama.block_count");
+        b.extend(4u32.to_le_bytes());
+        b.extend(1u32.to_le_bytes());
+        string(&mut b, "tokenizer.ggml.tokens");
+        b.extend(9u32.to_le_bytes());
+        b.extend(8u32.to_le_bytes());
+        b.extend(2u64.to_le_bytes());
+        string(&mut b, "a");
+        string(&mut b, "b");
+        // token_embd.weight: F32 [2, 4] at 0; blk.0.attn_q.weight: Q8_0 [1, 32] at 32.
+        string(&mut b, "token_embd.weight");
+        b.extend(2u32.to_le_bytes());
+        b.extend(4u64.to_le_bytes());
+        b.extend(2u64.to_le_bytes());
+        b.extend(0u32.to_le_bytes());
+        b.extend(0u64.to_le_bytes());
+        string(&mut b, "blk.0.attn_q.weight");
+        b.extend(2u32.to_le_bytes());
+        b.extend(32u64.to_le_bytes());
+        b.extend(1u64.to_le_bytes());
+        b.extend(8u32.to_le_bytes());
+        b.extend(32u64.to_le_bytes());
+        while b.len() % 32 != 0 {
+            b.push(0);
+        }
+        b.extend((0..8).flat_map(|i| (i as f32).to_le_bytes()));
+        b.extend(std::iter::repeat_n(1u8, 34));
+        b
+    }
+
+    #[test]
+    fn a_valid_file_parses_with_shapes_outermost_first() {
+        let header = parse(&sample_file()).unwrap();
+        assert_eq!(header.version, 3);
+        assert_eq!(
+            header.metadata["general.architecture"],
+            GgufValue::String("llama".into())
+        );
+        let embd = &header.tensors["token_embd.weight"];
+        assert_eq!((embd.shape.clone(), embd.len), (vec![2, 4], 32));
+        assert_eq!(header.tensors["blk.0.attn_q.weight"].len, 34);
+    }
+
+    /// Seeded mutation fuzzing in the unit tests (the libFuzzer target `gguf_file` goes further):
+    /// flipped bytes, overwritten lengths and truncations give a header or an error, never a
+    /// panic or an oversized allocation.
+    #[test]
+    fn mutated_files_are_errors_not_panics() {
+        let original = sample_file();
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let (mut ok, mut err) = (0, 0);
+        for _ in 0..20_000 {
+            let mut bytes = original.clone();
+            match rng.random_range(0..3) {
+                0 => {
+                    for _ in 0..rng.random_range(1..4) {
+                        let i = rng.random_range(0..bytes.len());
+                        bytes[i] = rng.random();
+                    }
+                }
+                1 => {
+                    let i = rng.random_range(0..bytes.len() - 8);
+                    let huge: u64 = rng.random::<u64>() >> rng.random_range(0..64);
+                    bytes[i..i + 8].copy_from_slice(&huge.to_le_bytes());
+                }
+                _ => bytes.truncate(rng.random_range(0..bytes.len())),
+            }
+            match parse(&bytes) {
+                Ok(_) => ok += 1,
+                Err(_) => err += 1,
+            }
+        }
+        assert!(ok > 0 && err > 0, "{ok} parsed, {err} refused");
+    }
+}
