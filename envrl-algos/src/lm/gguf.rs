@@ -10,7 +10,7 @@ use burn::tensor::{Device, Tensor};
 
 use crate::error::Result;
 use crate::gguf::{GgufFile, GgufValue};
-use crate::lm::init::param;
+use crate::lm::init::{param, transpose};
 use crate::lm::qwen2::ParamSource;
 use crate::lm::{CausalLm, LmConfig};
 
@@ -191,12 +191,7 @@ impl ParamSource for GgufWeights<'_> {
         let base = gguf_name(name);
         // GGUF stores `[out, in]` like Hugging Face; Burn's `Linear` holds `[in, out]`.
         let values = self.read(&format!("{base}.weight"), d_output, d_input)?;
-        let mut weight = vec![0.0f32; values.len()];
-        for r in 0..d_output {
-            for c in 0..d_input {
-                weight[c * d_output + r] = values[r * d_input + c];
-            }
-        }
+        let weight = transpose(&values, d_output, d_input);
         let bias = if bias {
             let values = self.read(&format!("{base}.bias"), d_output, 1)?;
             Some(param(values, [d_output], &self.device))

@@ -11,7 +11,7 @@ use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::lm::init::param;
+use crate::lm::init::{param, transpose};
 use crate::lm::qwen2::ParamSource;
 use crate::lm::{CausalLm, LmConfig};
 
@@ -216,14 +216,7 @@ impl HfWeights {
 
     /// `[rows, cols]` of the file, transposed to `[cols, rows]`.
     fn read_transposed(&self, name: &str, rows: usize, cols: usize) -> Result<Vec<f32>> {
-        let values = self.read(name, &[rows, cols])?;
-        let mut out = vec![0.0f32; rows * cols];
-        for r in 0..rows {
-            for c in 0..cols {
-                out[c * rows + r] = values[r * cols + c];
-            }
-        }
-        Ok(out)
+        Ok(transpose(&self.read(name, &[rows, cols])?, rows, cols))
     }
 }
 

@@ -49,3 +49,35 @@ pub(crate) fn linear(
         bias: bias.then(|| param(vec![0.0; d_output], [d_output], device)),
     }
 }
+
+/// `values` (`[rows, cols]`, row-major) transposed to `[cols, rows]`, in cache-sized blocks:
+/// Hugging Face and GGUF store projections `[out, in]`, Burn's `Linear` holds `[in, out]`.
+pub(crate) fn transpose(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    const BLOCK: usize = 32;
+    let mut out = vec![0.0f32; values.len()];
+    for r0 in (0..rows).step_by(BLOCK) {
+        for c0 in (0..cols).step_by(BLOCK) {
+            for r in r0..(r0 + BLOCK).min(rows) {
+                for c in c0..(c0 + BLOCK).min(cols) {
+                    out[c * rows + r] = values[r * cols + c];
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn transpose_swaps_rows_and_columns() {
+        let (rows, cols) = (37, 70);
+        let values: Vec<f32> = (0..rows * cols).map(|v| v as f32).collect();
+        let t = super::transpose(&values, rows, cols);
+        for r in 0..rows {
+            for c in 0..cols {
+                assert_eq!(t[c * rows + r], values[r * cols + c]);
+            }
+        }
+    }
+}
