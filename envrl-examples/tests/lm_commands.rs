@@ -87,13 +87,7 @@ fn logits_and_greedy_generation_match_the_reference() {
 /// `envrl lm generate --model <gguf> --prompt … --chat` prints SmolLM2's reference greedy reply.
 #[test]
 fn generate_from_a_gguf_file_prints_the_reference_reply() {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    let models = std::env::var_os("ENVRL_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home.join(".cache/envrl-models"));
-    let gguf = models.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let gguf = envrl_examples::run::models_dir().join("SmolLM2-135M-Instruct.Q4_1.gguf");
     let Some(shared) = tiny_qwen2().and_then(|d| d.parent().map(PathBuf::from)) else {
         return;
     };

@@ -23,7 +23,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-pub use config::{ENV_NAMES, PRESET_NAMES, RunConfig, TasksConfig, TinyModelConfig, WarmupConfig};
+pub use config::{
+    ENV_NAMES, PRESET_NAMES, RunConfig, TasksConfig, TinyModelConfig, WarmupConfig, models_dir,
+};
 pub use corpus::{TextCollector, word_tokenizer};
 pub use report::{EvalRow, eval_markdown, eval_table, plot_history};
 pub use setup::{EnvSetup, alfworld, keydoor, webshop};
