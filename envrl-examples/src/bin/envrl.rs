@@ -187,6 +187,9 @@ enum LmWhat {
         input: PathBuf,
         #[arg(long)]
         output: PathBuf,
+        /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
+        #[arg(long, default_value = "cpu")]
+        device: String,
     },
     /// Generate from a prompt or token ids; prints the new ids and text.
     Generate {
@@ -402,8 +405,14 @@ fn main() -> Result<()> {
                     model,
                     input,
                     output,
+                    device,
                 },
-        } => envrl_examples::lm::logits(&model, &input, &output, &burn::tensor::Device::flex())?,
+        } => envrl_examples::lm::logits(
+            &model,
+            &input,
+            &output,
+            &envrl_examples::device::parse_device(&device)?,
+        )?,
         Command::Lm {
             what:
                 LmWhat::Generate {
