@@ -11,12 +11,7 @@ use envrl_algos::{GgufFile, HfTokenizer, Pretrained};
 use rand::SeedableRng;
 
 use crate::shared_data::{require, shared_dir, smollm2_gguf};
-
-fn relative_error(a: &[f32], b: &[f64]) -> f64 {
-    let num: f64 = a.iter().zip(b).map(|(x, y)| (*x as f64 - y).powi(2)).sum();
-    let den: f64 = b.iter().map(|y| y * y).sum();
-    (num / den).sqrt()
-}
+use crate::support::relative_error;
 
 fn load_smollm2(test: &str) -> Option<(Pretrained, serde_json::Value)> {
     let path = smollm2_gguf(test)?;

@@ -8,6 +8,7 @@ use envrl_algos::{CausalLm, TokenBatch};
 use rand::SeedableRng;
 
 use crate::shared_data::{require, shared_dir};
+use crate::support::relative_error;
 
 fn ids(v: &serde_json::Value) -> Vec<Vec<u32>> {
     serde_json::from_value(v.clone()).unwrap()
@@ -19,13 +20,6 @@ fn floats(t: Tensor<3>) -> (Vec<f32>, [usize; 3]) {
         t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap(),
         dims,
     )
-}
-
-/// ‖a − b‖ / ‖b‖.
-fn relative_error(a: &[f32], b: &[f64]) -> f64 {
-    let num: f64 = a.iter().zip(b).map(|(x, y)| (*x as f64 - y).powi(2)).sum();
-    let den: f64 = b.iter().map(|y| y * y).sum();
-    (num / den).sqrt()
 }
 
 fn check_reference(name: &str) {

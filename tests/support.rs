@@ -16,3 +16,10 @@ pub fn flat_params<M: Module>(module: &M) -> Vec<f32> {
     module.visit(&mut v);
     v.0
 }
+
+/// ‖a − b‖ / ‖b‖ of our f32 values against reference f64 values.
+pub fn relative_error(a: &[f32], b: &[f64]) -> f64 {
+    let num: f64 = a.iter().zip(b).map(|(x, y)| (*x as f64 - y).powi(2)).sum();
+    let den: f64 = b.iter().map(|y| y * y).sum();
+    (num / den).sqrt()
+}

@@ -86,6 +86,23 @@ impl GgufFile {
             .ok_or_else(|| self.error(format!("metadata `{key}` is missing")))
     }
 
+    /// `read(self, key)` when `key` is present, `None` when it is absent: for metadata with a
+    /// default (`file.optional(key, GgufFile::float)?.unwrap_or(1e4)`).
+    ///
+    /// # Errors
+    /// Whatever `read` returns for a present key of the wrong type.
+    pub fn optional<'a, T>(
+        &'a self,
+        key: &str,
+        read: impl FnOnce(&'a Self, &str) -> Result<T>,
+    ) -> Result<Option<T>> {
+        if self.metadata.contains_key(key) {
+            read(self, key).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
     /// A string value.
     ///
     /// # Errors

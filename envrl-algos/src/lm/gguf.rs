@@ -37,10 +37,9 @@ pub fn gguf_config(file: &GgufFile) -> Result<LmConfig> {
         )));
     }
     let heads = size("attention.head_count")?;
-    let kv_heads = match file.metadata().get(&key("attention.head_count_kv")) {
-        Some(_) => size("attention.head_count_kv")?,
-        None => heads,
-    };
+    let kv_heads = file
+        .optional(&key("attention.head_count_kv"), GgufFile::uint)?
+        .map_or(heads, |v| v as usize);
     let hidden = size("embedding_length")?;
     let vocab = match file.tensors().get("token_embd.weight") {
         Some(info) if info.shape.len() == 2 => info.shape[0],
@@ -56,10 +55,9 @@ pub fn gguf_config(file: &GgufFile) -> Result<LmConfig> {
             hidden / heads
         )));
     }
-    let rope_theta = match file.metadata().get(&key("rope.freq_base")) {
-        Some(_) => file.float(&key("rope.freq_base"))?,
-        None => 10_000.0,
-    };
+    let rope_theta = file
+        .optional(&key("rope.freq_base"), GgufFile::float)?
+        .unwrap_or(10_000.0);
     let config = LmConfig::new(
         vocab,
         hidden,

@@ -67,10 +67,9 @@ impl HfTokenizer {
                 "tokenizer.ggml.model `{model}` is not supported (gpt2: byte-level BPE)"
             )));
         }
-        let pre = match file.metadata().get("tokenizer.ggml.pre") {
-            Some(_) => file.string("tokenizer.ggml.pre")?,
-            None => "default",
-        };
+        let pre = file
+            .optional("tokenizer.ggml.pre", GgufFile::string)?
+            .unwrap_or("default");
         let (normalizer, pre_tokenizer) = pre_tokenizer(pre).ok_or_else(|| {
             file.error(format!(
                 "tokenizer.ggml.pre `{pre}` is not supported (smollm, qwen2, gpt-2, default)"
@@ -137,24 +136,17 @@ impl HfTokenizer {
             .parse()
             .map_err(|e| tokenizer_error(file.path(), format!("tokenizer metadata: {e}")))?;
         let id = |key: &str| -> Result<Option<u32>> {
-            match file.metadata().get(key) {
-                None => Ok(None),
-                Some(_) => {
-                    let id = file.uint(key)?;
-                    if id as usize >= tokens.len() {
-                        return Err(file.error(format!("{key} {id} is outside the vocabulary")));
-                    }
-                    Ok(Some(id as u32))
+            match file.optional(key, GgufFile::uint)? {
+                Some(id) if id as usize >= tokens.len() => {
+                    Err(file.error(format!("{key} {id} is outside the vocabulary")))
                 }
+                id => Ok(id.map(|id| id as u32)),
             }
         };
         let eos = id("tokenizer.ggml.eos_token_id")?
             .ok_or_else(|| file.error("metadata `tokenizer.ggml.eos_token_id` is missing"))?;
         let pad = id("tokenizer.ggml.padding_token_id")?.unwrap_or(eos);
-        let template = match file.metadata().get("tokenizer.chat_template") {
-            Some(_) => Some(file.string("tokenizer.chat_template")?),
-            None => None,
-        };
+        let template = file.optional("tokenizer.chat_template", GgufFile::string)?;
         HfTokenizer::new(inner, template, eos, pad, file.path())
     }
 }
