@@ -29,6 +29,13 @@
 //! ```
 #![deny(missing_docs)]
 
+/// mimalloc for every program of this crate: training allocates and frees tensors of tens of
+/// megabytes per operation, which glibc's allocator hands back to the kernel and takes again
+/// (page faults and page clearing took a fifth of a training step). 1.5× training tokens/s on
+/// the examples' model (`envrl bench train`, docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod bench;
 pub mod device;
 pub mod keydoor;
