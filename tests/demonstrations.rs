@@ -7,9 +7,10 @@ use burn::tensor::Device;
 use envrl::{ActionParser, BehaviourCloning, Environment, PromptBuilder, ScoreRow, Tokenizer};
 use envrl_algos::{LmConfig, WordTokenizer};
 use envrl_envs::alfworld::{
-    AlfWorld, AlfworldProjection, AlfworldPrompt, GameGenerator, expert_response,
-    walkthrough_demonstrations,
+    AlfWorld, AlfworldProjection, AlfworldPrompt, GameGenerator, SearchingExpert, expert_response,
+    search_demonstrations, walkthrough_demonstrations,
 };
+use envrl_examples::run::{TextCollector, word_tokenizer};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -77,4 +78,70 @@ fn behaviour_cloning_on_walkthroughs_lowers_the_loss() {
     let first = losses[0];
     let last = losses[losses.len() - 5..].iter().sum::<f32>() / 5.0;
     assert!(last < 0.5 * first, "loss {first} → {last}");
+}
+
+/// The searching expert never acts on what it has not seen: it takes an object only after an
+/// observation named it, and it still wins most games within 30 steps.
+#[test]
+fn the_searching_expert_takes_only_objects_it_has_seen_and_mostly_wins() {
+    let games = Arc::new(GameGenerator::new(11).generate_many(24));
+    let mut env = AlfWorld::new(games.clone()).with_max_steps(30);
+    let mut won = 0;
+    let mut searched = 0;
+    for (task, game) in games.iter().enumerate() {
+        let mut expert = SearchingExpert::new(game.clone(), task as u64);
+        let mut observation = env.reset(task as u64);
+        let mut seen = observation.text.clone();
+        for step in 0..30 {
+            let Some(action) = expert.act(&observation) else {
+                break;
+            };
+            assert!(
+                observation.admissible.contains(&action),
+                "{action} is not admissible"
+            );
+            if let Some(rest) = action.strip_prefix("take ") {
+                let object = rest.split(" from ").next().unwrap();
+                assert!(
+                    seen.contains(&format!("{object},"))
+                        || seen.contains(&format!("{object}."))
+                        || seen.contains(&format!("{object} ")),
+                    "game {task}: took {object} before seeing it"
+                );
+            }
+            if step == 0 && action != game.walkthrough[0] {
+                searched += 1;
+            }
+            let outcome = env.step(&action);
+            won += usize::from(outcome.won);
+            if outcome.done {
+                break;
+            }
+            observation = outcome.observation;
+            seen.push_str(&observation.text);
+        }
+    }
+    assert!(won >= 18, "won {won} of 24");
+    assert!(
+        searched >= 6,
+        "only {searched} of 24 games started off the walkthrough"
+    );
+}
+
+#[test]
+fn search_demonstrations_record_the_searching_expert() {
+    let games = Arc::new(GameGenerator::new(5).generate_many(6));
+    let prompt = AlfworldPrompt::default();
+    let collector = TextCollector::default();
+    search_demonstrations(&games, 0..6, &prompt, &collector, 30, 0);
+    let tokenizer = word_tokenizer(collector.into_texts(), "ALFRED household", &[]);
+    let demos = search_demonstrations(&games, 0..6, &prompt, &tokenizer, 30, 0);
+    assert_eq!(demos.len(), 6);
+    assert!(demos.iter().filter(|d| d.won).count() >= 4);
+    for demo in &demos {
+        for row in &demo.rows {
+            let text = tokenizer.decode(&row.target);
+            assert!(AlfworldProjection.parse(&text, &[]).valid, "{text}");
+        }
+    }
 }

@@ -65,6 +65,16 @@ impl AdvantageConfig {
         })
     }
 
+    /// The estimator's name, as [`AdvantageConfig::from_name`] takes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AdvantageConfig::Grpo(_) => "grpo",
+            AdvantageConfig::Rloo(_) => "rloo",
+            AdvantageConfig::Gigpo(_) => "gigpo",
+            AdvantageConfig::Ppo(_) => "ppo",
+        }
+    }
+
     /// Builds the estimator.
     pub fn build(&self) -> Box<dyn Advantage> {
         match self {
@@ -104,6 +114,15 @@ impl AuxConfig {
         })
     }
 
+    /// The objective's name, as [`AuxConfig::from_name`] takes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AuxConfig::StatePrediction(_) => "state-prediction",
+            AuxConfig::InverseDynamics(_) => "inverse-dynamics",
+            AuxConfig::StatePredictionInSequence(_) => "state-prediction-in-sequence",
+        }
+    }
+
     /// Builds the objective.
     pub fn build(&self) -> Box<dyn AuxObjective> {
         match self {
@@ -139,6 +158,14 @@ pub struct AlgorithmParts {
 }
 
 impl AlgorithmConfig {
+    /// A short label: the estimator and the objectives, e.g. `grpo + state-prediction`.
+    pub fn label(&self) -> String {
+        std::iter::once(self.advantage.name())
+            .chain(self.aux.iter().map(AuxConfig::name))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+
     /// Builds every part.
     pub fn build(&self) -> AlgorithmParts {
         AlgorithmParts {
@@ -172,6 +199,21 @@ mod tests {
         assert!(AdvantageConfig::from_name("ppo2").is_none());
         let aux = AuxConfig::from_name("inverse-dynamics").unwrap().build();
         assert_eq!(aux.name(), "inverse_dynamics");
+        for name in [
+            "state-prediction",
+            "inverse-dynamics",
+            "state-prediction-in-sequence",
+        ] {
+            assert_eq!(AuxConfig::from_name(name).unwrap().name(), name);
+        }
+        for name in AdvantageConfig::NAMES {
+            assert_eq!(AdvantageConfig::from_name(name).unwrap().name(), name);
+        }
+        let config = AlgorithmConfig {
+            aux: vec![AuxConfig::from_name("state-prediction").unwrap()],
+            ..Default::default()
+        };
+        assert_eq!(config.label(), "grpo + state-prediction");
     }
 
     #[test]

@@ -1,11 +1,17 @@
 //! Expert demonstrations of ALFWorld in the verl-agent prompt format: each game's walkthrough
 //! (the planner's, for generated games) replayed through the engine, for an SFT warm start.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use envrl::{Demonstration, Observation, Tokenizer, record_demonstration};
+use rand::SeedableRng;
+use rand::seq::IndexedRandom;
+use rand_chacha::ChaCha8Rng;
 
-use crate::alfworld::{AlfWorld, AlfworldPrompt, Game, MAX_STEPS};
+use crate::alfworld::{
+    AlfEngine, AlfWorld, AlfworldPrompt, DEFAULT_PLAN_BUDGET, Game, MAX_STEPS, Wording,
+};
 
 /// The expert's response for `action`: a one-sentence rationale in `<think>` tags and the action
 /// in `<action>` tags, the format the ALFWorld projection accepts as valid.
@@ -35,6 +41,122 @@ pub fn walkthrough_demonstrations(
                 &mut env,
                 task,
                 MAX_STEPS as usize,
+                prompt,
+                tokenizer,
+                &mut expert,
+                &expert_response,
+            )
+        })
+        .collect()
+}
+
+/// An expert that only acts on what it has seen: it searches the room (going to receptacles in a
+/// seeded random order and opening closed ones) until it has seen the object the planner's next
+/// `take` names, then follows the planner. Unlike the walkthrough, which goes straight to an
+/// object the agent could not know the place of, its episodes are a policy a model can imitate
+/// from the prompt alone. Plans are searched with [`DEFAULT_PLAN_BUDGET`].
+pub struct SearchingExpert {
+    engine: AlfEngine,
+    seen: String,
+    visited: HashSet<String>,
+    rng: ChaCha8Rng,
+}
+
+impl SearchingExpert {
+    /// An expert for `game` at its initial state; `seed` orders the search.
+    pub fn new(game: Arc<Game>, seed: u64) -> Self {
+        let mut engine = AlfEngine::new(game, Wording::V212, MAX_STEPS);
+        let seen = engine.reset().observation;
+        Self {
+            engine,
+            seen,
+            visited: HashSet::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+
+    /// The next command for the current `observation`; `None` when the goal holds or no plan
+    /// exists. The command is applied to the expert's own copy of the game, so the caller must
+    /// send it to the environment.
+    pub fn act(&mut self, observation: &Observation) -> Option<String> {
+        let plan = self.engine.plan(DEFAULT_PLAN_BUDGET)?;
+        let next_take = plan.iter().find(|c| c.starts_with("take "));
+        let searching = self.engine.state().held.is_none()
+            && next_take.is_some_and(|take| {
+                let object = take["take ".len()..].split(" from ").next().unwrap_or("");
+                !mentions(&self.seen, object)
+            });
+        let command = if searching {
+            self.search_step(observation)?
+        } else {
+            plan.first()?.clone()
+        };
+        if let Some(place) = command.strip_prefix("go to ") {
+            self.visited.insert(place.to_string());
+        }
+        let step = self.engine.step(&command);
+        self.seen.push('\n');
+        self.seen.push_str(&step.observation);
+        Some(command)
+    }
+
+    fn search_step(&mut self, observation: &Observation) -> Option<String> {
+        if observation.text.contains(" is closed.")
+            && let Some(open) = observation
+                .admissible
+                .iter()
+                .find(|a| a.starts_with("open "))
+        {
+            return Some(open.clone());
+        }
+        let goes: Vec<&String> = observation
+            .admissible
+            .iter()
+            .filter(|a| a.starts_with("go to "))
+            .collect();
+        let fresh: Vec<&String> = goes
+            .iter()
+            .copied()
+            .filter(|a| !self.visited.contains(&a["go to ".len()..]))
+            .collect();
+        let pool = if fresh.is_empty() { &goes } else { &fresh };
+        pool.choose(&mut self.rng).map(|a| (*a).clone())
+    }
+}
+
+/// Whether `text` names `entity` (`mug 1`, not `mug 10`).
+fn mentions(text: &str, entity: &str) -> bool {
+    text.match_indices(entity).any(|(i, _)| {
+        !text[i + entity.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+/// Plays each task's game (task `i` is game `i mod games`) with a [`SearchingExpert`] seeded by
+/// `seed` and the task, and records it with `prompt` and `tokenizer`; episodes end at
+/// `max_steps`, won or not.
+pub fn search_demonstrations(
+    games: &Arc<Vec<Arc<Game>>>,
+    tasks: impl IntoIterator<Item = u64>,
+    prompt: &AlfworldPrompt,
+    tokenizer: &dyn Tokenizer,
+    max_steps: usize,
+    seed: u64,
+) -> Vec<Demonstration> {
+    let mut env = AlfWorld::new(games.clone());
+    tasks
+        .into_iter()
+        .filter(|_| !games.is_empty())
+        .map(|task| {
+            let game = games[(task % games.len() as u64) as usize].clone();
+            let mut searcher = SearchingExpert::new(game, seed ^ task.wrapping_mul(0x9E37_79B9));
+            let mut expert = |observation: &Observation, _: usize| searcher.act(observation);
+            record_demonstration(
+                &mut env,
+                task,
+                max_steps,
                 prompt,
                 tokenizer,
                 &mut expert,

@@ -53,6 +53,16 @@ enum Command {
         #[command(subcommand)]
         what: WebshopWhat,
     },
+    /// Compare finished runs: held-out results as mean ± std over seeds per method and per task
+    /// type, and seed-averaged learning curves (comparison.md and plots in --output).
+    Compare {
+        /// Run directories of `envrl train`.
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Where comparison.md and the plots go.
+        #[arg(long, default_value = "runs/comparison")]
+        output: PathBuf,
+    },
     /// Measure speed and print a table next to the reference.
     Bench {
         #[command(subcommand)]
@@ -454,6 +464,14 @@ fn main() -> Result<()> {
                 writeln!(out, "{}", goal.to_json(idx))?;
             }
             out.flush()?;
+        }
+        Command::Compare { runs, output } => {
+            let markdown = envrl_examples::run::compare(&runs, &output)?;
+            println!("{markdown}");
+            println!(
+                "written: {} (and compare-*.svg/png)",
+                output.join("comparison.md").display()
+            );
         }
         Command::Bench {
             what: BenchWhat::Alfworld { data, seconds },

@@ -2,6 +2,7 @@
 //! start on expert demonstrations, RL with the configured estimator and objectives, progress bar,
 //! metrics, checkpoints, plots and the evaluation table.
 
+mod compare;
 mod config;
 mod corpus;
 mod report;
@@ -23,6 +24,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+pub use compare::{FinishedRun, compare, comparison_markdown};
 pub use config::{
     ENV_NAMES, PRESET_NAMES, RunConfig, TasksConfig, TinyModelConfig, WarmupConfig, models_dir,
 };

@@ -10,7 +10,7 @@ use envrl::{EvalReport, IterationMetrics};
 use plotters::prelude::*;
 
 /// One row of the evaluation table.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EvalRow {
     /// Task type or category.
     pub label: String,
@@ -115,7 +115,7 @@ fn png_font() -> bool {
 }
 
 /// A named curve: `(environment steps, value)` points.
-type Curve = (String, Vec<(f64, f64)>);
+pub(crate) type Curve = (String, Vec<(f64, f64)>);
 
 /// One curve of a metric against environment steps.
 fn series(history: &[IterationMetrics], name: &str) -> Vec<(f64, f64)> {
@@ -224,30 +224,42 @@ pub fn plot_history(history: &[IterationMetrics], dir: &Path) -> Result<Vec<Path
         ),
     ];
     let mut written = Vec::new();
+    for (file, title, curves) in &plots {
+        written.extend(write_plot(dir, file, title, curves)?);
+    }
+    Ok(written)
+}
+
+/// Writes `<file>.svg` and `<file>.png` into `dir`: the curves against environment steps.
+/// Returns the files written (none, with a notice, when no system font is found to measure
+/// text).
+///
+/// # Errors
+/// When a file cannot be written.
+pub(crate) fn write_plot(
+    dir: &Path,
+    file: &str,
+    title: &str,
+    curves: &[Curve],
+) -> Result<Vec<PathBuf>> {
     // Both backends measure text with the registered font.
     if !png_font() {
         eprintln!("no system font found (DejaVu Sans); skipping the plots");
-        return Ok(written);
+        return Ok(Vec::new());
     }
-    for (file, title, curves) in &plots {
-        let svg = dir.join(format!("{file}.svg"));
-        draw(
-            SVGBackend::new(&svg, (720, 420)).into_drawing_area(),
-            title,
-            curves,
-        )
-        .with_context(|| format!("drawing {}", svg.display()))?;
-        written.push(svg);
-        {
-            let png = dir.join(format!("{file}.png"));
-            draw(
-                BitMapBackend::new(&png, (720, 420)).into_drawing_area(),
-                title,
-                curves,
-            )
-            .with_context(|| format!("drawing {}", png.display()))?;
-            written.push(png);
-        }
-    }
-    Ok(written)
+    let svg = dir.join(format!("{file}.svg"));
+    draw(
+        SVGBackend::new(&svg, (720, 420)).into_drawing_area(),
+        title,
+        curves,
+    )
+    .with_context(|| format!("drawing {}", svg.display()))?;
+    let png = dir.join(format!("{file}.png"));
+    draw(
+        BitMapBackend::new(&png, (720, 420)).into_drawing_area(),
+        title,
+        curves,
+    )
+    .with_context(|| format!("drawing {}", png.display()))?;
+    Ok(vec![svg, png])
 }

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use envrl::{ActionParser, Demonstration, Environment, PromptBuilder, ScoreRow, Tokenizer};
 use envrl_envs::alfworld::{
     AlfWorld, AlfworldData, AlfworldProjection, AlfworldPrompt, Game, GameGenerator, Split,
-    walkthrough_demonstrations,
+    search_demonstrations,
 };
 use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
 use envrl_envs::webshop::{
@@ -84,6 +84,7 @@ pub fn alfworld(config: &RunConfig) -> Result<EnvSetup<AlfWorld>> {
         };
     let games = Arc::new(games);
     let max_steps = config.trainer.max_steps as u32;
+    let seed = config.trainer.seed;
     let env_games = games.clone();
     let demo_games = games.clone();
     let label_games = games.clone();
@@ -96,11 +97,13 @@ pub fn alfworld(config: &RunConfig) -> Result<EnvSetup<AlfWorld>> {
         train_tasks: (0..train as u64).collect(),
         eval_tasks: (train as u64..games.len() as u64).collect(),
         demonstrate: Box::new(move |tokenizer, episodes| {
-            walkthrough_demonstrations(
+            search_demonstrations(
                 &demo_games,
                 0..(episodes.min(train)) as u64,
                 &prompt,
                 tokenizer,
+                max_steps as usize,
+                seed,
             )
         }),
         task_label: Box::new(move |task| {
