@@ -13,16 +13,20 @@ pub const EOS_TOKEN: u32 = 1;
 pub const UNK_TOKEN: u32 = 2;
 const SPECIALS: [&str; 3] = ["<pad>", "<eos>", "<unk>"];
 
-/// A whitespace word-level tokenizer built from a corpus, for from-scratch models.
+/// A word-level tokenizer built from a corpus, for from-scratch models.
 ///
-/// Texts are split on whitespace; unknown words become `<unk>`. Decoding joins words with one
-/// space, so it round-trips texts whose words are separated by single spaces.
+/// Texts are split into words (runs of letters and digits), markup tags such as `<action>`,
+/// and single punctuation characters; a piece that follows whitespace carries a leading `▁`,
+/// as in SentencePiece. So `drawer 1` reads as the same two tokens in `a drawer 1, a …` and in
+/// `go to drawer 1</action>` — a small model can copy names from its prompt — and decoding
+/// restores the text with single spaces. Unknown pieces become `<unk>`.
 ///
 /// ```
 /// use envrl::Tokenizer;
-/// let tok = envrl_algos::WordTokenizer::from_corpus(["go north", "take key"]);
-/// let ids = tok.encode("take key");
-/// assert_eq!(tok.decode(&ids), "take key");
+/// let tok = envrl_algos::WordTokenizer::from_corpus(["go north.", "<action>take key</action>"]);
+/// let ids = tok.encode("<action>go north</action>");
+/// assert_eq!(ids.len(), 4);
+/// assert_eq!(tok.decode(&ids), "<action>go north</action>");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WordTokenizer {
@@ -36,9 +40,8 @@ impl WordTokenizer {
     pub fn from_corpus<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
         let mut words: Vec<String> = texts
             .into_iter()
-            .flat_map(str::split_whitespace)
-            .filter(|w| !SPECIALS.contains(w))
-            .map(str::to_string)
+            .flat_map(pieces)
+            .filter(|w| !SPECIALS.contains(&w.as_str()))
             .collect();
         words.sort();
         words.dedup();
@@ -96,19 +99,67 @@ impl WordTokenizer {
     }
 }
 
+/// Marks a piece that followed whitespace.
+const SPACE: char = '\u{2581}';
+
+/// Splits `text` into words, markup tags (`<action>`, `</think>`) and punctuation characters,
+/// each prefixed with [`SPACE`] when whitespace preceded it.
+fn pieces(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut spaced = false;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if c.is_whitespace() {
+            spaced = true;
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        let len = if c.is_alphanumeric() {
+            rest.find(|c: char| !c.is_alphanumeric())
+                .unwrap_or(rest.len())
+        } else {
+            tag_len(rest).unwrap_or(c.len_utf8())
+        };
+        let mut piece = String::with_capacity(len + 3);
+        if spaced {
+            piece.push(SPACE);
+        }
+        piece.push_str(&rest[..len]);
+        out.push(piece);
+        spaced = false;
+        rest = &rest[len..];
+    }
+    out
+}
+
+/// The length of a markup tag (`<name>` or `</name>`, ASCII letters and `_`) at the start of
+/// `text`.
+fn tag_len(text: &str) -> Option<usize> {
+    let body = text.strip_prefix('<')?;
+    let body = body.strip_prefix('/').unwrap_or(body);
+    let name = body.find('>')?;
+    (name > 0
+        && body[..name]
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || c == '_'))
+    .then(|| text.len() - body.len() + name + 1)
+}
+
 impl envrl::Tokenizer for WordTokenizer {
     fn encode(&self, text: &str) -> Vec<u32> {
-        text.split_whitespace()
-            .map(|w| self.index.get(w).copied().unwrap_or(UNK_TOKEN))
+        pieces(text)
+            .into_iter()
+            .map(|w| self.index.get(&w).copied().unwrap_or(UNK_TOKEN))
             .collect()
     }
 
     fn decode(&self, ids: &[u32]) -> String {
-        ids.iter()
+        let text: String = ids
+            .iter()
             .filter(|&&id| id as usize >= SPECIALS.len())
             .filter_map(|&id| self.words.get(id as usize).map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ")
+            .collect();
+        text.replace(SPACE, " ").trim_start().to_string()
     }
 
     fn vocab_size(&self) -> usize {
@@ -134,6 +185,28 @@ mod tests {
         let tok = WordTokenizer::from_corpus(["a b"]);
         assert_eq!(tok.encode("a zz"), vec![3, UNK_TOKEN]);
         assert_eq!(tok.decode(&[3, EOS_TOKEN, 4]), "a b");
+    }
+
+    #[test]
+    fn names_read_the_same_inside_tags_and_after_punctuation() {
+        let text = "You see a drawer 1, a mug 2.\n<think>Next.</think><action>take mug 2 from drawer 1</action>";
+        let tok = WordTokenizer::from_corpus([text]);
+        let ids = tok.encode(text);
+        assert!(!ids.contains(&UNK_TOKEN));
+        assert_eq!(
+            tok.decode(&ids),
+            "You see a drawer 1, a mug 2. <think>Next.</think><action>take mug 2 from drawer 1</action>"
+        );
+        let mug = tok.encode(" mug 2");
+        assert_eq!(mug.len(), 2);
+        let in_list = ids.windows(2).position(|w| w == mug.as_slice());
+        let in_action = ids.windows(2).rposition(|w| w == mug.as_slice());
+        assert!(in_list.is_some() && in_action > in_list, "{ids:?}");
+        let shop = WordTokenizer::from_corpus(["search[red shoes]"]);
+        assert_eq!(
+            shop.decode(&shop.encode("search[red shoes]")),
+            "search[red shoes]"
+        );
     }
 
     #[test]

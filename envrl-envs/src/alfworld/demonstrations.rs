@@ -14,12 +14,10 @@ use crate::alfworld::{
 };
 
 /// The expert's response for `action`: a one-sentence rationale in `<think>` tags and the action
-/// in `<action>` tags, the format the ALFWorld projection accepts as valid.
-pub fn expert_response(observation: &Observation, action: &str) -> String {
-    format!(
-        "<think>My task is to {} The next step is to {action}.</think><action>{action}</action>",
-        observation.task
-    )
+/// in `<action>` tags, the format the ALFWorld projection accepts as valid. It does not restate
+/// the task, which the prompt already holds.
+pub fn expert_response(_observation: &Observation, action: &str) -> String {
+    format!("<think>The next step is to {action}.</think><action>{action}</action>")
 }
 
 /// Plays the walkthrough of the game of each task (task `i` is game `i mod games`, as in

@@ -52,6 +52,13 @@ impl TaskType {
         }
     }
 
+    /// Parses a short name (`pick`, `look`, `clean`, `heat`, `cool`, `pick2`) or a folder prefix.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.short_name() == name || t.prefix() == name)
+    }
+
     /// Parses a folder prefix.
     pub fn from_prefix(prefix: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.prefix() == prefix)

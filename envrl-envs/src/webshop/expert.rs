@@ -42,13 +42,36 @@ pub fn expert_plan(data: &WebShopData, goal: &Goal) -> Vec<String> {
     plan
 }
 
-/// The expert's response for `action`: a one-sentence rationale in `<think>` tags and the action
-/// in `<action>` tags, the format the WebShop projection accepts as valid.
-pub fn expert_response(observation: &Observation, action: &str) -> String {
-    format!(
-        "<think>I am shopping for: {}. The next step is {action}.</think><action>{action}</action>",
-        observation.task
-    )
+/// The expert's response for `action`: a short rationale in `<think>` tags and the action in
+/// `<action>` tags, the format the WebShop projection accepts as valid. The rationale does not
+/// repeat the instruction: a search already copies it once, and a response must fit the
+/// rollout's `max_new_tokens`.
+pub fn expert_response(_observation: &Observation, action: &str) -> String {
+    let why = if action.starts_with("search[") {
+        "I search for the item I need."
+    } else if action == "click[buy now]" {
+        "The options match, so I buy it."
+    } else if action == "click[next >]" {
+        "The item is not on this page."
+    } else if is_product_click(action) {
+        "This product matches the instruction."
+    } else {
+        "I choose the option the instruction asks for."
+    };
+    format!("<think>{why}</think><action>{action}</action>")
+}
+
+/// `click[b0…]` on a product's ASIN (ten letters and digits, starting with `b`).
+fn is_product_click(action: &str) -> bool {
+    action
+        .strip_prefix("click[")
+        .and_then(|a| a.strip_suffix(']'))
+        .is_some_and(|asin| {
+            asin.len() == 10
+                && asin.starts_with('b')
+                && asin.chars().all(|c| c.is_ascii_alphanumeric())
+                && asin.chars().any(|c| c.is_ascii_digit())
+        })
 }
 
 /// Records the expert on each task (see [`crate::webshop::webshop_task`]) in the verl-agent

@@ -84,7 +84,7 @@ fn pct(values: &[f64]) -> String {
     format!("{:.1} ± {:.1}", 100.0 * m, 100.0 * s)
 }
 
-/// The runs grouped by method, in the order methods first appear.
+/// The runs grouped by method: fewer objectives first, then by name.
 fn by_method(runs: &[FinishedRun]) -> Vec<(String, Vec<&FinishedRun>)> {
     let mut groups: Vec<(String, Vec<&FinishedRun>)> = Vec::new();
     for run in runs {
@@ -94,6 +94,7 @@ fn by_method(runs: &[FinishedRun]) -> Vec<(String, Vec<&FinishedRun>)> {
             None => groups.push((method, vec![run])),
         }
     }
+    groups.sort_by_key(|(method, _)| (method.matches(" + ").count(), method.clone()));
     groups
 }
 

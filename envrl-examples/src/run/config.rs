@@ -76,6 +76,10 @@ pub struct WarmupConfig {
     pub batch_size: usize,
     /// AdamW learning rate.
     pub learning_rate: f64,
+    /// A run directory whose warm-started model (`warm-start.bpk`) to start from instead of
+    /// training one: runs that differ only after the warm start (another objective, the same
+    /// seed and warm-start settings) share it.
+    pub from: Option<std::path::PathBuf>,
 }
 
 impl Default for WarmupConfig {
@@ -85,6 +89,7 @@ impl Default for WarmupConfig {
             steps: 200,
             batch_size: 16,
             learning_rate: 3e-3,
+            from: None,
         }
     }
 }
@@ -97,6 +102,9 @@ pub struct TasksConfig {
     pub train: usize,
     /// Held-out evaluation tasks.
     pub eval: usize,
+    /// ALFWorld task types to train and evaluate on, by short name (`pick`, `look`, `clean`,
+    /// `heat`, `cool`, `pick2`); empty for all six.
+    pub types: Vec<String>,
 }
 
 impl Default for TasksConfig {
@@ -104,6 +112,7 @@ impl Default for TasksConfig {
         Self {
             train: 200,
             eval: 60,
+            types: Vec::new(),
         }
     }
 }
@@ -166,6 +175,7 @@ impl RunConfig {
                 tasks = TasksConfig {
                     train: 400,
                     eval: 64,
+                    types: Vec::new(),
                 };
             }
             "keydoor" => {
@@ -183,6 +193,7 @@ impl RunConfig {
                 tasks = TasksConfig {
                     train: 1000,
                     eval: 1000,
+                    types: Vec::new(),
                 };
             }
             _ => {}
@@ -222,6 +233,7 @@ impl RunConfig {
             steps: 20,
             batch_size: 2,
             learning_rate: 1e-5,
+            from: None,
         };
         let t = &mut config.trainer;
         t.iterations = 10;

@@ -14,6 +14,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use burn::module::Module;
+use burn::store::ModuleRecord;
 use burn::tensor::Device;
 use envrl::{
     BehaviourCloning, Environment, IterationMetrics, ScoreRow, Tokenizer, Trainer, TrainerParts,
@@ -29,7 +31,7 @@ pub use config::{
     ENV_NAMES, PRESET_NAMES, RunConfig, TasksConfig, TinyModelConfig, WarmupConfig, models_dir,
 };
 pub use corpus::{TextCollector, word_tokenizer};
-pub use report::{EvalRow, eval_markdown, eval_table, plot_history};
+pub use report::{EvalRow, episode_transcripts, eval_markdown, eval_table, plot_history};
 pub use setup::{EnvSetup, alfworld, keydoor, webshop};
 
 use crate::progress::RunProgress;
@@ -173,7 +175,7 @@ fn prepare_dir(options: &RunOptions) -> Result<Option<PathBuf>> {
             dir.display()
         ),
         (_, false, true) => {
-            for stale in ["checkpoints", "metrics.jsonl"] {
+            for stale in ["checkpoints", "metrics.jsonl", WARM_START_FILE] {
                 let path = dir.join(stale);
                 if path.is_dir() {
                     std::fs::remove_dir_all(&path)?;
@@ -235,6 +237,27 @@ fn load_model<E: Environment>(
     Ok((Arc::new(pretrained.tokenizer), pretrained.model))
 }
 
+/// The warm-started model in a run directory (`warmup.from` reads it).
+pub const WARM_START_FILE: &str = "warm-start.bpk";
+
+/// Expert responses longer than the rollout's token budget teach replies the policy can never
+/// finish (a cut reply has no closing tag and is an invalid action): say so.
+fn warn_long_responses(rows: &[ScoreRow], max_new_tokens: usize) {
+    let longest = rows.iter().map(|r| r.target.len()).max().unwrap_or(0);
+    let too_long = rows
+        .iter()
+        .filter(|r| r.target.len() > max_new_tokens)
+        .count();
+    if too_long > 0 {
+        eprintln!(
+            "warning: {too_long} of {} expert responses are longer than \
+             trainer.sampling.max_new_tokens = {max_new_tokens} tokens (longest {longest}); \
+             the policy cannot finish them",
+            rows.len()
+        );
+    }
+}
+
 fn train_with<E: Environment + 'static>(
     setup: EnvSetup<E>,
     config: &RunConfig,
@@ -256,10 +279,19 @@ fn train_with<E: Environment + 'static>(
     let device = options.device.clone().autodiff();
     let (tokenizer, mut model) = load_model(config, &setup, dir, &device)?;
 
-    if resume_from.is_none() && config.warmup.steps > 0 {
+    if let (None, Some(from)) = (&resume_from, &config.warmup.from) {
+        let path = from.join(WARM_START_FILE);
+        let record = ModuleRecord::load(&path)
+            .map_err(|e| anyhow::anyhow!("loading the warm start {}: {e}", path.display()))?;
+        model = model
+            .try_load_record(record)
+            .map_err(|e| anyhow::anyhow!("loading the warm start {}: {e}", path.display()))?;
+        say(format!("warm start: loaded {}", path.display()));
+    } else if resume_from.is_none() && config.warmup.steps > 0 {
         let demos = (setup.demonstrate)(tokenizer.as_ref(), config.warmup.episodes);
         let won = demos.iter().filter(|d| d.won).count();
         let rows: Vec<ScoreRow> = demos.into_iter().flat_map(|d| d.rows).collect();
+        warn_long_responses(&rows, config.trainer.sampling.max_new_tokens);
         let progress = bar(config.warmup.steps, options.quiet, "warm start");
         let bc = BehaviourCloning {
             steps: config.warmup.steps,
@@ -275,6 +307,11 @@ fn train_with<E: Environment + 'static>(
             });
         progress.finish_and_clear();
         model = trained;
+        let path = dir.join(WARM_START_FILE);
+        model
+            .clone()
+            .save_file(&path)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
         say(format!(
             "warm start: {} expert episodes ({won} won), {} rows, loss {:.3} -> {:.3}",
             config.warmup.episodes,
@@ -318,6 +355,10 @@ fn train_with<E: Environment + 'static>(
             log.lock().unwrap_or_else(|e| e.into_inner()).clear();
         }
         let report = trainer.evaluate(eval_tasks.len());
+        let path = dir.join("eval-episodes.txt");
+        if let Err(e) = std::fs::write(&path, episode_transcripts(&report, 20)) {
+            eprintln!("could not write {}: {e}", path.display());
+        }
         let scores: Option<BTreeMap<u64, f64>> = scores.as_ref().map(|log| {
             log.lock()
                 .unwrap_or_else(|e| e.into_inner())

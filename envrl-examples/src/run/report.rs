@@ -94,6 +94,34 @@ pub fn eval_markdown(rows: &[EvalRow]) -> String {
     out
 }
 
+/// The first `max` episodes of an evaluation as text: per step the observation, the model's
+/// reply, the action it was read as (marked when the reply's format was invalid) and the
+/// reward. What a user reads to see what the agent actually does.
+pub fn episode_transcripts(report: &EvalReport, max: usize) -> String {
+    let mut out = String::new();
+    for trajectory in report.batch.trajectories.iter().take(max) {
+        out.push_str(&format!(
+            "=== task {} ({}): {}\n",
+            trajectory.task_id,
+            if trajectory.won() { "won" } else { "not won" },
+            trajectory.task.trim()
+        ));
+        for step in &trajectory.steps {
+            out.push_str(&format!(
+                "[{}] observation: {}\n    reply: {}\n    action: {}{} (reward {})\n",
+                step.t,
+                step.observation.trim().replace('\n', " "),
+                step.response.trim().replace('\n', " "),
+                step.action,
+                if step.valid { "" } else { " [invalid format]" },
+                step.reward
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Registers a system sans-serif font for PNG text, once; `false` if none was found.
 fn png_font() -> bool {
     static FONT: OnceLock<bool> = OnceLock::new();

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use envrl::{ActionParser, Demonstration, Environment, PromptBuilder, ScoreRow, Tokenizer};
 use envrl_envs::alfworld::{
     AlfWorld, AlfworldData, AlfworldProjection, AlfworldPrompt, Game, GameGenerator, Split,
-    search_demonstrations,
+    TaskType, search_demonstrations,
 };
 use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
 use envrl_envs::webshop::{
@@ -52,13 +52,26 @@ pub struct EnvSetup<E: Environment> {
 /// # Errors
 /// When `ALFWORLD_DATA` is set but cannot be read.
 pub fn alfworld(config: &RunConfig) -> Result<EnvSetup<AlfWorld>> {
+    let types = config
+        .tasks
+        .types
+        .iter()
+        .map(|name| {
+            TaskType::from_name(name).with_context(|| {
+                format!(
+                    "unknown ALFWorld task type `{name}` in tasks.types; expected some of: {}",
+                    TaskType::ALL.map(TaskType::short_name).join(", ")
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     let (games, train, source): (Vec<Arc<Game>>, usize, String) =
         match std::env::var_os("ALFWORLD_DATA") {
             Some(dir) => {
                 let data = AlfworldData::open(&dir)?;
-                let mut train = data.games(Split::Train, &[])?;
+                let mut train = data.games(Split::Train, &types)?;
                 train.truncate(config.tasks.train);
-                let mut eval = data.games(Split::ValidUnseen, &[])?;
+                let mut eval = data.games(Split::ValidUnseen, &types)?;
                 eval.truncate(config.tasks.eval);
                 let n = train.len();
                 let mut games = data.load(&train)?;
@@ -70,14 +83,31 @@ pub fn alfworld(config: &RunConfig) -> Result<EnvSetup<AlfWorld>> {
                 )
             }
             None => {
-                let n = config.tasks.train + config.tasks.eval;
-                let games = GameGenerator::new(config.trainer.seed).generate_many(n as u64);
+                let n = (config.tasks.train + config.tasks.eval) as u64;
+                let generator = GameGenerator::new(config.trainer.seed);
+                let games = if types.is_empty() {
+                    generator.generate_many(n)
+                } else {
+                    (0..n)
+                        .map(|i| {
+                            let task = types[i as usize % types.len()];
+                            Arc::new(generator.generate_of_type(task, i))
+                        })
+                        .collect()
+                };
                 (
                     games,
                     config.tasks.train,
                     format!(
-                        "generated games (seed {}): {} train, {} held out",
-                        config.trainer.seed, config.tasks.train, config.tasks.eval
+                        "generated games (seed {}{}): {} train, {} held out",
+                        config.trainer.seed,
+                        if types.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", types {}", config.tasks.types.join(" "))
+                        },
+                        config.tasks.train,
+                        config.tasks.eval
                     ),
                 )
             }

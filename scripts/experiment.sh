@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The EnvRL ablation at CPU scale: GRPO alone, + state prediction, + inverse dynamics and + both,
+# each over several seeds, with the cpu-tiny preset and identical budgets. Runs of one seed share
+# the warm start (it does not depend on the objectives): the plain GRPO run trains it and the
+# other three load it (`warmup.from`). Ends with `envrl compare`, which writes comparison.md and
+# the seed-averaged curves.
+#
+#   scripts/experiment.sh [ENV] [extra `envrl train` arguments...]
+#
+# Environment: SEEDS (default "0 1 2"), JOBS (runs at once, default 2; each then gets
+# ${THREADS:-1} rayon threads), OUT (default runs/experiment-ENV). ALFWORLD_DATA / WEBSHOP_DATA
+# select the real data sets as for `envrl train`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ENV_NAME=${1:-alfworld}
+shift || true
+SEEDS=${SEEDS:-"0 1 2"}
+JOBS=${JOBS:-2}
+OUT=${OUT:-runs/experiment-$ENV_NAME}
+export RAYON_NUM_THREADS=${THREADS:-1}
+
+cargo build --release -p envrl-examples --bin envrl
+BIN=${CARGO_TARGET_DIR:-target}/release/envrl
+mkdir -p "$OUT"
+
+run() { # aux seed [more args]
+  local aux=$1 seed=$2
+  shift 2
+  local dir="$OUT/${aux//,/+}__$seed"
+  local start=$SECONDS
+  "$BIN" train "$ENV_NAME" --quiet --force --aux "$aux" --seed "$seed" --output-dir "$dir" \
+    "$@" "${EXTRA[@]}" > "$dir.log" 2>&1 ||
+    { echo "FAILED: $dir (see $dir.log)"; return 1; }
+  echo "$dir: $((SECONDS - start)) s"
+}
+export -f run
+export BIN ENV_NAME OUT
+
+EXTRA=("$@")
+# xargs cannot pass arrays: the extra arguments travel as one quoted string.
+EXTRA_Q=$(printf '%q ' "$@")
+export EXTRA_Q
+
+job() { # aux seed [warm start dir]
+  eval "EXTRA=($EXTRA_Q)"
+  if [[ -n ${3:-} ]]; then
+    run "$1" "$2" --set "warmup.from=$3"
+  else
+    run "$1" "$2"
+  fi
+}
+export -f job
+
+# Phase 1: plain GRPO per seed, training (and saving) the warm start.
+for seed in $SEEDS; do echo "none $seed"; done |
+  xargs -P "$JOBS" -L 1 bash -c 'job "$0" "$1"'
+# Phase 2: the EnvRL variants, from their seed's warm start.
+for seed in $SEEDS; do
+  for aux in state-prediction inverse-dynamics state-prediction,inverse-dynamics; do
+    echo "$aux $seed $OUT/none__$seed"
+  done
+done | xargs -P "$JOBS" -L 1 bash -c 'job "$0" "$1" "$2"'
+
+"$BIN" compare "$OUT"/*__*/ --output "$OUT/comparison"
