@@ -17,13 +17,13 @@ const SPECIALS: [&str; 3] = ["<pad>", "<eos>", "<unk>"];
 ///
 /// Texts are split into words (runs of letters and digits), markup tags such as `<action>`,
 /// and single punctuation characters; a piece that follows whitespace carries a leading `▁`,
-/// as in SentencePiece. So `drawer 1` reads as the same two tokens in `a drawer 1, a …` and in
+/// as in SentencePiece (the start of a text counts as whitespace). So `drawer 1` reads as the same two tokens in `a drawer 1, a …` and in
 /// `go to drawer 1</action>` — a small model can copy names from its prompt — and decoding
 /// restores the text with single spaces. Unknown pieces become `<unk>`.
 ///
 /// ```
 /// use envrl::Tokenizer;
-/// let tok = envrl_algos::WordTokenizer::from_corpus(["go north.", "<action>take key</action>"]);
+/// let tok = envrl_algos::WordTokenizer::from_corpus(["<action>take key</action>", "<action>go north."]);
 /// let ids = tok.encode("<action>go north</action>");
 /// assert_eq!(ids.len(), 4);
 /// assert_eq!(tok.decode(&ids), "<action>go north</action>");
@@ -106,7 +106,9 @@ const SPACE: char = '\u{2581}';
 /// each prefixed with [`SPACE`] when whitespace preceded it.
 fn pieces(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut spaced = false;
+    // As SentencePiece's dummy prefix: a text's first word reads like any word after a space,
+    // so an action at the start of a reply is the same tokens as in the prompt's action list.
+    let mut spaced = true;
     let mut rest = text;
     while let Some(c) = rest.chars().next() {
         if c.is_whitespace() {
