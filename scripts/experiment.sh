@@ -39,7 +39,8 @@ export BIN ENV_NAME OUT
 
 EXTRA=("$@")
 # xargs cannot pass arrays: the extra arguments travel as one quoted string.
-EXTRA_Q=$(printf '%q ' "$@")
+EXTRA_Q=""
+if (($#)); then EXTRA_Q=$(printf '%q ' "$@"); fi
 export EXTRA_Q
 
 job() { # aux seed [warm start dir]

@@ -163,15 +163,17 @@ impl RunConfig {
             checkpoint_every: 5,
             ..Default::default()
         };
-        trainer.sampling.max_new_tokens = 40;
-        trainer.eval_sampling.max_new_tokens = 40;
+        // The expert's replies are at most ~25 tokens (ALFWorld) and ~50 (WebShop's searches);
+        // `envrl train` warns when one does not fit.
+        trainer.sampling.max_new_tokens = 32;
+        trainer.eval_sampling.max_new_tokens = 32;
         let mut warmup = WarmupConfig::default();
         let mut tasks = TasksConfig::default();
         match env {
             "webshop" => {
                 trainer.max_steps = 15;
-                trainer.sampling.max_new_tokens = 48;
-                trainer.eval_sampling.max_new_tokens = 48;
+                trainer.sampling.max_new_tokens = 64;
+                trainer.eval_sampling.max_new_tokens = 64;
                 tasks = TasksConfig {
                     train: 400,
                     eval: 64,
