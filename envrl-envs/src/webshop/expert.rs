@@ -61,14 +61,14 @@ pub fn expert_response(_observation: &Observation, action: &str) -> String {
     format!("<think>{why}</think><action>{action}</action>")
 }
 
-/// `click[b0…]` on a product's ASIN (ten letters and digits, starting with `b`).
+/// A click on a product's ASIN: ten letters and digits (`b07…` in the real catalog, `g000…` in
+/// the generated one).
 fn is_product_click(action: &str) -> bool {
     action
         .strip_prefix("click[")
         .and_then(|a| a.strip_suffix(']'))
         .is_some_and(|asin| {
             asin.len() == 10
-                && asin.starts_with('b')
                 && asin.chars().all(|c| c.is_ascii_alphanumeric())
                 && asin.chars().any(|c| c.is_ascii_digit())
         })
@@ -106,4 +106,26 @@ pub fn expert_demonstrations(
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_are_short_and_name_the_step() {
+        let obs = Observation::default();
+        let reply = |a: &str| expert_response(&obs, a);
+        assert_eq!(
+            reply("search[red shoes]"),
+            "<think>I search for the item I need.</think><action>search[red shoes]</action>"
+        );
+        for product in ["click[b07xyz1234]", "click[g000000221]"] {
+            assert!(reply(product).contains("This product matches"), "{product}");
+        }
+        for option in ["click[xx-large]", "click[navy]", "click[9]"] {
+            assert!(reply(option).contains("I choose the option"), "{option}");
+        }
+        assert!(reply("click[buy now]").contains("I buy it"));
+    }
 }
