@@ -1,0 +1,73 @@
+//! `warmup.from`: a run that loads another run's warm-started model plays its first rollout
+//! exactly as that run did (same model, same seed), though it trains with another objective; a
+//! missing warm start is an error naming the file.
+#![allow(missing_docs)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn train(dir: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_envrl"))
+        .args([
+            "train",
+            "keydoor",
+            "--quiet",
+            "--iterations",
+            "1",
+            "--set",
+            "trainer.groups=4",
+            "--set",
+            "trainer.group_size=8",
+            "--set",
+            "trainer.eval_episodes=16",
+            "--set",
+            "tasks.eval=16",
+            "--set",
+            "warmup.steps=100",
+        ])
+        .arg("--output-dir")
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The first iteration's rollout statistics.
+fn first_rollout(dir: &Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    ["episode/return", "episode/length", "episode/success"]
+        .iter()
+        .map(|k| first[k].as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_shared_warm_start_gives_the_same_first_rollout() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        root.path().join("a"),
+        root.path().join("b"),
+        root.path().join("c"),
+    );
+    assert!(train(&a, &["--aux", "none"]).status.success());
+    assert!(a.join("warm-start.bpk").exists());
+    let from = format!("warmup.from={}", a.display());
+    let shared = train(&b, &["--aux", "state-prediction", "--set", &from]);
+    assert!(shared.status.success(), "{shared:?}");
+    assert_eq!(first_rollout(&a), first_rollout(&b));
+    // Without it the same run starts from another model (no warm start at all).
+    assert!(
+        train(&c, &["--aux", "none", "--set", "warmup.steps=0"])
+            .status
+            .success()
+    );
+    assert_ne!(first_rollout(&a), first_rollout(&c));
+
+    let missing = format!("warmup.from={}", root.path().join("nowhere").display());
+    let failed = train(&root.path().join("d"), &["--set", &missing]);
+    assert!(!failed.status.success());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("nowhere/warm-start.bpk"), "{stderr}");
+}
