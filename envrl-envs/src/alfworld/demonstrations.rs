@@ -28,17 +28,40 @@ pub fn walkthrough_demonstrations(
     prompt: &AlfworldPrompt,
     tokenizer: &dyn Tokenizer,
 ) -> Vec<Demonstration> {
+    record_games(
+        games,
+        tasks,
+        prompt,
+        tokenizer,
+        MAX_STEPS as usize,
+        |_, game| {
+            let game = game.clone();
+            move |_: &Observation, t: usize| game.walkthrough.get(t).cloned()
+        },
+    )
+}
+
+/// Records, for each task, the game of that task (task `i` is game `i mod games`) played by the
+/// expert `expert_for(task, game)` makes, for at most `max_steps` steps.
+fn record_games<X: FnMut(&Observation, usize) -> Option<String>>(
+    games: &Arc<Vec<Arc<Game>>>,
+    tasks: impl IntoIterator<Item = u64>,
+    prompt: &AlfworldPrompt,
+    tokenizer: &dyn Tokenizer,
+    max_steps: usize,
+    mut expert_for: impl FnMut(u64, &Arc<Game>) -> X,
+) -> Vec<Demonstration> {
     let mut env = AlfWorld::new(games.clone());
     tasks
         .into_iter()
         .filter(|_| !games.is_empty())
         .map(|task| {
             let game = &games[(task % games.len() as u64) as usize];
-            let mut expert = |_: &Observation, t: usize| game.walkthrough.get(t).cloned();
+            let mut expert = expert_for(task, game);
             record_demonstration(
                 &mut env,
                 task,
-                MAX_STEPS as usize,
+                max_steps,
                 prompt,
                 tokenizer,
                 &mut expert,
@@ -143,23 +166,9 @@ pub fn search_demonstrations(
     max_steps: usize,
     seed: u64,
 ) -> Vec<Demonstration> {
-    let mut env = AlfWorld::new(games.clone());
-    tasks
-        .into_iter()
-        .filter(|_| !games.is_empty())
-        .map(|task| {
-            let game = games[(task % games.len() as u64) as usize].clone();
-            let mut searcher = SearchingExpert::new(game, seed ^ task.wrapping_mul(0x9E37_79B9));
-            let mut expert = |observation: &Observation, _: usize| searcher.act(observation);
-            record_demonstration(
-                &mut env,
-                task,
-                max_steps,
-                prompt,
-                tokenizer,
-                &mut expert,
-                &expert_response,
-            )
-        })
-        .collect()
+    record_games(games, tasks, prompt, tokenizer, max_steps, |task, game| {
+        let mut searcher =
+            SearchingExpert::new(game.clone(), seed ^ task.wrapping_mul(0x9E37_79B9));
+        move |observation: &Observation, _: usize| searcher.act(observation)
+    })
 }
