@@ -24,32 +24,20 @@ cargo build --release -p envrl-examples --bin envrl
 BIN=${CARGO_TARGET_DIR:-target}/release/envrl
 mkdir -p "$OUT"
 
-run() { # aux seed [more args]
-  local aux=$1 seed=$2
-  shift 2
-  local dir="$OUT/${aux//,/+}__$seed"
-  local start=$SECONDS
-  "$BIN" train "$ENV_NAME" --quiet --force --aux "$aux" --seed "$seed" --output-dir "$dir" \
-    "$@" "${EXTRA[@]}" > "$dir.log" 2>&1 ||
-    { echo "FAILED: $dir (see $dir.log)"; return 1; }
-  echo "$dir: $((SECONDS - start)) s"
-}
-export -f run
-export BIN ENV_NAME OUT
-
-EXTRA=("$@")
 # xargs cannot pass arrays: the extra arguments travel as one quoted string.
 EXTRA_Q=""
 if (($#)); then EXTRA_Q=$(printf '%q ' "$@"); fi
-export EXTRA_Q
+export BIN ENV_NAME OUT EXTRA_Q
 
-job() { # aux seed [warm start dir]
-  eval "EXTRA=($EXTRA_Q)"
-  if [[ -n ${3:-} ]]; then
-    run "$1" "$2" --set "warmup.from=$3"
-  else
-    run "$1" "$2"
-  fi
+job() { # aux seed [run directory whose warm start to load]
+  local aux=$1 seed=$2 from=${3:-}
+  local dir="$OUT/${aux//,/+}__$seed" start=$SECONDS extra
+  eval "extra=($EXTRA_Q)"
+  if [[ -n $from ]]; then extra+=(--set "warmup.from=$from"); fi
+  "$BIN" train "$ENV_NAME" --quiet --force --aux "$aux" --seed "$seed" --output-dir "$dir" \
+    "${extra[@]}" > "$dir.log" 2>&1 ||
+    { echo "FAILED: $dir (see $dir.log)"; return 1; }
+  echo "$dir: $((SECONDS - start)) s"
 }
 export -f job
 
