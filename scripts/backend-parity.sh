@@ -1,40 +1,59 @@
 #!/usr/bin/env bash
-# Cross-backend parity: the tiny Qwen2 and Llama references of ../shared/models through
-# `envrl lm logits` on each device given, against the logits of HF transformers (relative error
-# per row, bound 1e-4 as in the flex tests).
+# Cross-backend parity on the tiny Qwen2 and Llama references of ../shared/models, for each
+# device given:
+#  - logits (`envrl lm logits`) against HF transformers' logits in reference.json;
+#  - the loss and the gradient of every parameter (`envrl lm grad`: mean next-token
+#    cross-entropy of the reference rows) against PyTorch (`scripts/torch_grad.py`) when
+#    $PYTHON has torch and transformers, else against the `cpu` (flex) device.
+# Relative L2 errors; bounds 1e-4 (logits), 1e-5 (loss), 1e-4 (worst parameter's gradient).
 #
 #   bash scripts/backend-parity.sh ENVRL_BINARY [DEVICE ...]     # default devices: cpu
 #   e.g. cargo build --release -p envrl-examples --features wgpu --bin envrl
-#        bash scripts/backend-parity.sh target/release/envrl cpu wgpu
+#        PYTHON=.venv/bin/python bash scripts/backend-parity.sh target/release/envrl cpu wgpu
 # wgpu on a machine without a GPU: Mesa's lavapipe (`apt-get install mesa-vulkan-drivers`).
 set -euo pipefail
 BIN=$1; shift
 DEVICES=("${@:-cpu}")
-SHARED=${ENVRL_SHARED:-$(cd "$(dirname "$0")/../.." && pwd)/shared}
+PYTHON=${PYTHON:-python3}
+HERE=$(cd "$(dirname "$0")" && pwd)
+SHARED=${ENVRL_SHARED:-$HERE/../../shared}
 WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT
-printf '| model | device | row 0 rel. error | row 1 rel. error | within 1e-4 |\n|---|---|---|---|---|\n'
+if "$PYTHON" -c 'import torch, transformers' 2>/dev/null; then GRAD_REF=pytorch; else GRAD_REF=cpu; fi
+printf '| model | device | logits rel. error (rows 0, 1) | loss rel. error | worst gradient rel. error (parameter) | within bounds |\n|---|---|---|---|---|---|\n'
 status=0
 for model in tiny-qwen2 tiny-llama; do
   dir="$SHARED/models/$model"
-  python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["input_ids"]))' \
+  "$PYTHON" -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["input_ids"]))' \
     "$dir/reference.json" > "$WORK/ids.json"
+  if [ "$GRAD_REF" = pytorch ]; then
+    "$PYTHON" "$HERE/torch_grad.py" "$dir" "$WORK/ids.json" "$WORK/grad-ref.json" 2> /dev/null
+  else
+    "$BIN" lm grad --model "$dir" --input "$WORK/ids.json" --output "$WORK/grad-ref.json" --device cpu
+  fi
   for device in "${DEVICES[@]}"; do
     "$BIN" lm logits --model "$dir" --input "$WORK/ids.json" --output "$WORK/out.json" \
       --device "$device" > /dev/null
-    python3 - "$dir/reference.json" "$WORK/out.json" "$model" "$device" <<'PY' || status=1
+    "$BIN" lm grad --model "$dir" --input "$WORK/ids.json" --output "$WORK/grad.json" \
+      --device "$device" > /dev/null
+    "$PYTHON" - "$dir/reference.json" "$WORK" "$model" "$device" <<'PY' || status=1
 import json, math, sys
-ref = json.load(open(sys.argv[1]))["logits"]
-out = json.load(open(sys.argv[2]))["logits"]
-errors = []
-for r, o in zip(ref, out):
-    a = [x for row in r for x in row]
-    b = [x for row in o for x in row]
+ref, work, model, device = sys.argv[1:5]
+def rel(a, b):
     num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
-    errors.append(num / math.sqrt(sum(x * x for x in a)))
-ok = all(e <= 1e-4 for e in errors)
-print(f"| {sys.argv[3]} | {sys.argv[4]} | {errors[0]:.1e} | {errors[1]:.1e} | {'yes' if ok else 'NO'} |")
+    return num / max(math.sqrt(sum(y * y for y in b)), 1e-30)
+flat = lambda rows: [x for row in rows for x in row]
+logits = [rel(flat(o), flat(r)) for o, r in zip(json.load(open(f"{work}/out.json"))["logits"],
+                                                json.load(open(ref))["logits"])]
+got, want = json.load(open(f"{work}/grad.json")), json.load(open(f"{work}/grad-ref.json"))
+loss = abs(got["loss"] - want["loss"]) / abs(want["loss"])
+assert set(got["grads"]) == set(want["grads"]), "parameter names differ"
+grad, name = max((rel(got["grads"][k], v), k) for k, v in want["grads"].items())
+ok = all(e <= 1e-4 for e in logits) and loss <= 1e-5 and grad <= 1e-4
+print(f"| {model} | {device} | {logits[0]:.1e}, {logits[1]:.1e} | {loss:.1e} | {grad:.1e} ({name}) | {'yes' if ok else 'NO'} |")
 sys.exit(0 if ok else 1)
 PY
   done
 done
+echo
+echo "gradients compared against: $GRAD_REF"
 exit $status

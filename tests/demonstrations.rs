@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use burn::tensor::Device;
-use envrl::{ActionParser, BehaviourCloning, Environment, PromptBuilder, ScoreRow, Tokenizer};
+use envrl::{
+    ActionParser, BehaviourCloning, Environment, Policy, PromptBuilder, ScoreRow, Tokenizer,
+};
 use envrl_algos::{LmConfig, WordTokenizer};
 use envrl_envs::alfworld::{
     AlfWorld, AlfworldProjection, AlfworldPrompt, GameGenerator, SearchingExpert, expert_response,
@@ -73,11 +75,60 @@ fn behaviour_cloning_on_walkthroughs_lowers_the_loss() {
         batch_size: 6,
         learning_rate: 3e-3,
         max_grad_norm: 1.0,
+        context_weight: 0.0,
     };
     let (_, losses) = bc.train(model, &rows, &mut ChaCha8Rng::seed_from_u64(0));
     let first = losses[0];
     let last = losses[losses.len() - 5..].iter().sum::<f32>() / 5.0;
     assert!(last < 0.5 * first, "loss {first} → {last}");
+}
+
+/// With `context_weight` w, the warm-start loss is the token mean over the responses plus w times
+/// the token mean over the prompts (each prompt's first token excepted), in one scoring pass.
+#[test]
+fn context_weight_adds_the_prompts_token_mean_cross_entropy() {
+    let games = Arc::new(GameGenerator::new(3).generate_many(2));
+    let tokenizer = tokenizer_for(&games);
+    let rows: Vec<ScoreRow> =
+        walkthrough_demonstrations(&games, 0..2, &AlfworldPrompt::default(), &tokenizer)
+            .into_iter()
+            .flat_map(|d| d.rows)
+            .take(4)
+            .collect();
+    let model = LmConfig::tiny(tokenizer.vocab_size())
+        .init(&Device::flex().autodiff(), 0)
+        .unwrap();
+    let first_loss = |context_weight: f32| {
+        let bc = BehaviourCloning {
+            steps: 1,
+            batch_size: rows.len(),
+            learning_rate: 0.0,
+            max_grad_norm: 1.0,
+            context_weight,
+        };
+        // One step over all rows, in a shuffled order: the loss does not depend on it.
+        bc.train(model.clone(), &rows, &mut ChaCha8Rng::seed_from_u64(0))
+            .1[0]
+    };
+    let mean_nll = |rows: &[ScoreRow]| {
+        let scores = model.score(rows, false);
+        envrl::token_mean_cross_entropy(&scores).into_scalar::<f32>()
+    };
+    let prompts: Vec<ScoreRow> = rows
+        .iter()
+        .map(|r| ScoreRow {
+            context: r.context[..1].to_vec(),
+            target: r.context[1..].to_vec(),
+        })
+        .collect();
+    let (response, prompt) = (mean_nll(&rows), mean_nll(&prompts));
+    assert!((first_loss(0.0) - response).abs() < 1e-4 * response);
+    let weighted = first_loss(0.5);
+    let expected = response + 0.5 * prompt;
+    assert!(
+        (weighted - expected).abs() < 1e-4 * expected,
+        "{weighted} vs {expected}"
+    );
 }
 
 /// The searching expert never acts on what it has not seen: it takes an object only after an

@@ -105,6 +105,77 @@ fn check_reference(name: &str) {
     }
 }
 
+/// `envrl lm grad` names every weight of the file with its shape, and its loss is the
+/// cross-entropy of transformers' reference logits.
+fn check_grad_command(name: &str) {
+    let Some(dir) = require(
+        shared_dir().join("models").join(name),
+        &format!("lm grad {name}"),
+    ) else {
+        return;
+    };
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
+            .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (input, output) = (work.path().join("ids.json"), work.path().join("grad.json"));
+    std::fs::write(&input, reference["input_ids"].to_string()).unwrap();
+    envrl_examples::lm::grad(&dir, &input, &output, &Device::flex()).unwrap();
+    let out: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
+
+    // The safetensors header: tensor names and shapes.
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&bytes[8..8 + len]).unwrap();
+    let grads = out["grads"].as_object().unwrap();
+    let mut expected: Vec<&String> = header.keys().filter(|k| *k != "__metadata__").collect();
+    let mut named: Vec<&String> = grads.keys().collect();
+    expected.sort();
+    named.sort();
+    assert_eq!(named, expected, "{name}: gradient names");
+    for (key, grad) in grads {
+        let numel: u64 = header[key]["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap())
+            .product();
+        let values = grad.as_array().unwrap();
+        assert_eq!(values.len() as u64, numel, "{name}: {key}");
+        assert!(
+            values.iter().any(|v| v.as_f64().unwrap() != 0.0),
+            "{name}: {key} is zero"
+        );
+    }
+
+    // Mean next-token cross-entropy from the reference logits.
+    let ids = ids(&reference["input_ids"]);
+    let logits: Vec<Vec<Vec<f64>>> = serde_json::from_value(reference["logits"].clone()).unwrap();
+    let (mut total, mut count) = (0.0, 0.0);
+    for (row, rows) in ids.iter().zip(&logits) {
+        for (t, position) in rows[..row.len() - 1].iter().enumerate() {
+            let max = position.iter().copied().fold(f64::MIN, f64::max);
+            let lse = max + position.iter().map(|x| (x - max).exp()).sum::<f64>().ln();
+            total += lse - position[row[t + 1] as usize];
+            count += 1.0;
+        }
+    }
+    let loss = out["loss"].as_f64().unwrap();
+    let expected = total / count;
+    assert!(
+        ((loss - expected) / expected).abs() <= 1e-5,
+        "{name}: loss {loss} vs {expected} from the reference logits"
+    );
+}
+
+#[test]
+fn lm_grad_covers_every_weight_and_matches_the_reference_loss() {
+    check_grad_command("tiny-qwen2");
+    check_grad_command("tiny-llama");
+}
+
 #[test]
 fn tiny_qwen2_matches_transformers() {
     check_reference("tiny-qwen2");

@@ -201,6 +201,7 @@ pub fn build_with(
         batch_size: 64,
         learning_rate: 3e-3,
         max_grad_norm: 1.0,
+        context_weight: 0.0,
     };
     let (model, losses) = bc.train(model, &examples, &mut rng);
     let warmup_loss = (

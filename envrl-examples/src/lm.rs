@@ -1,9 +1,14 @@
-//! `envrl lm`: inspect a model — full logits of token-id rows, or a generation.
+//! `envrl lm`: inspect a model — full logits of token-id rows, the loss and gradients of a
+//! next-token cross-entropy on them, or a generation.
 
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use burn::tensor::Device;
+use burn::module::Param;
+use burn::nn::Linear;
+use burn::optim::GradientsParams;
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use envrl::{Policy, SamplingParams, Tokenizer};
 use envrl_algos::{CausalLm, HfTokenizer, Pretrained};
 use rand::SeedableRng;
@@ -19,13 +24,8 @@ fn load(path: &Path, device: &Device) -> Result<(CausalLm, Option<HfTokenizer>)>
     Ok((pretrained.model, Some(pretrained.tokenizer)))
 }
 
-/// Writes `{"logits": [row][position][vocab]}` for the id rows (equal lengths) in `input`.
-///
-/// # Errors
-/// When the model or input cannot be read, or the rows differ in length or hold ids outside the
-/// vocabulary.
-pub fn logits(model: &Path, input: &Path, output: &Path, device: &Device) -> Result<()> {
-    let (lm, _) = load(model, device)?;
+/// Reads `input`, a JSON list of equal-length token-id lists within `lm`'s vocabulary.
+fn read_rows(lm: &CausalLm, input: &Path) -> Result<Vec<Vec<u32>>> {
     let text =
         std::fs::read_to_string(input).with_context(|| format!("reading {}", input.display()))?;
     let rows: Vec<Vec<u32>> = serde_json::from_str(&text).with_context(|| {
@@ -52,13 +52,33 @@ pub fn logits(model: &Path, input: &Path, output: &Path, device: &Device) -> Res
             lm.vocab_size()
         );
     }
-    let logits = lm.forward(&rows);
-    let [b, s, v] = logits.dims();
-    let flat: Vec<f32> = logits
+    Ok(rows)
+}
+
+fn to_vec<const D: usize>(tensor: Tensor<D>) -> Vec<f32> {
+    tensor
         .into_data()
         .convert::<f32>()
         .try_to_vec::<f32>()
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn write_json(output: &Path, value: &serde_json::Value) -> Result<()> {
+    std::fs::write(output, serde_json::to_string(value)?)
+        .with_context(|| format!("writing {}", output.display()))
+}
+
+/// Writes `{"logits": [row][position][vocab]}` for the id rows (equal lengths) in `input`.
+///
+/// # Errors
+/// When the model or input cannot be read, or the rows differ in length or hold ids outside the
+/// vocabulary.
+pub fn logits(model: &Path, input: &Path, output: &Path, device: &Device) -> Result<()> {
+    let (lm, _) = load(model, device)?;
+    let rows = read_rows(&lm, input)?;
+    let logits = lm.forward(&rows);
+    let [b, s, v] = logits.dims();
+    let flat = to_vec(logits);
     let nested: Vec<Vec<&[f32]>> = (0..b)
         .map(|i| {
             (0..s)
@@ -66,11 +86,105 @@ pub fn logits(model: &Path, input: &Path, output: &Path, device: &Device) -> Res
                 .collect()
         })
         .collect();
-    std::fs::write(
+    write_json(output, &serde_json::json!({ "logits": nested }))
+}
+
+/// Writes `{"loss": f, "grads": {name: [values]}}`: the mean next-token cross-entropy of the id
+/// rows in `input` (every position predicts the next, no padding) and its gradient for every
+/// parameter, by Hugging Face name and in Hugging Face layout (`[out, in]` for projections), so
+/// that backends and PyTorch can be compared parameter by parameter.
+///
+/// # Errors
+/// As [`logits`].
+pub fn grad(model: &Path, input: &Path, output: &Path, device: &Device) -> Result<()> {
+    let (lm, _) = load(model, &device.clone().autodiff())?;
+    let rows = read_rows(&lm, input)?;
+    let logits = lm.forward(&rows);
+    let [b, s, v] = logits.dims();
+    if s < 2 {
+        bail!("{}: rows need at least two tokens", input.display());
+    }
+    let targets: Vec<i64> = rows
+        .iter()
+        .flat_map(|r| r[1..].iter().map(|&t| t as i64))
+        .collect();
+    let targets =
+        Tensor::<3, Int>::from_data(TensorData::new(targets, [b, s - 1, 1]), &lm.device());
+    let logp = log_softmax(logits.slice([0..b, 0..s - 1, 0..v]), 2);
+    let loss = logp.gather(2, targets).mean().neg();
+    let value = loss.clone().into_scalar::<f32>();
+    let grads = GradientsParams::from_grads(loss.backward(), &lm);
+    let mut named = serde_json::Map::new();
+    for (name, param) in hf_parameters(&lm) {
+        let grad = match param {
+            HfParam::Matrix(p, transposed) => grads.get::<2>(p.id).map(|g| {
+                if transposed {
+                    to_vec(g.transpose())
+                } else {
+                    to_vec(g)
+                }
+            }),
+            HfParam::Vector(p) => grads.get::<1>(p.id).map(to_vec),
+        };
+        let grad = grad.with_context(|| format!("{}: no gradient for {name}", model.display()))?;
+        named.insert(name, serde_json::json!(grad));
+    }
+    write_json(
         output,
-        serde_json::to_string(&serde_json::json!({ "logits": nested }))?,
+        &serde_json::json!({ "loss": value, "grads": named }),
     )
-    .with_context(|| format!("writing {}", output.display()))
+}
+
+/// A parameter as Hugging Face stores it: a matrix (transposed: Burn keeps `[in, out]`) or a
+/// vector.
+enum HfParam<'a> {
+    Matrix(&'a Param<Tensor<2>>, bool),
+    Vector(&'a Param<Tensor<1>>),
+}
+
+/// Every parameter of `lm` with its Hugging Face name.
+fn hf_parameters(lm: &CausalLm) -> Vec<(String, HfParam<'_>)> {
+    fn linear<'a>(out: &mut Vec<(String, HfParam<'a>)>, name: String, layer: &'a Linear) {
+        out.push((
+            format!("{name}.weight"),
+            HfParam::Matrix(&layer.weight, true),
+        ));
+        if let Some(bias) = &layer.bias {
+            out.push((format!("{name}.bias"), HfParam::Vector(bias)));
+        }
+    }
+    let model = &lm.model;
+    let mut out = vec![(
+        "model.embed_tokens.weight".to_string(),
+        HfParam::Matrix(&model.embed_tokens, false),
+    )];
+    for (i, layer) in model.layers.iter().enumerate() {
+        let name = |part: &str| format!("model.layers.{i}.{part}");
+        let attn = &layer.self_attn;
+        linear(&mut out, name("self_attn.q_proj"), &attn.q_proj);
+        linear(&mut out, name("self_attn.k_proj"), &attn.k_proj);
+        linear(&mut out, name("self_attn.v_proj"), &attn.v_proj);
+        linear(&mut out, name("self_attn.o_proj"), &attn.o_proj);
+        linear(&mut out, name("mlp.gate_proj"), &layer.mlp.gate_proj);
+        linear(&mut out, name("mlp.up_proj"), &layer.mlp.up_proj);
+        linear(&mut out, name("mlp.down_proj"), &layer.mlp.down_proj);
+        out.push((
+            name("input_layernorm.weight"),
+            HfParam::Vector(&layer.input_layernorm.weight),
+        ));
+        out.push((
+            name("post_attention_layernorm.weight"),
+            HfParam::Vector(&layer.post_attention_layernorm.weight),
+        ));
+    }
+    out.push((
+        "model.norm.weight".into(),
+        HfParam::Vector(&model.norm.weight),
+    ));
+    if let Some(head) = &lm.lm_head {
+        linear(&mut out, "lm_head".into(), head);
+    }
+    out
 }
 
 /// What `envrl lm generate` starts from.

@@ -307,6 +307,7 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
         batch_size: bench.batch,
         learning_rate: 1e-5,
         max_grad_norm: 1.0,
+        context_weight: 0.0,
     };
     let (model, _) = bc(1).train(model, &rows, &mut rng); // warm-up
     let ours = timed(bench.batch * bench.seq * bench.steps, || {

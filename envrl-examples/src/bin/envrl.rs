@@ -201,6 +201,21 @@ enum LmWhat {
         #[arg(long, default_value = "cpu")]
         device: String,
     },
+    /// Loss and gradients: the mean next-token cross-entropy of --input's rows (a JSON list
+    /// of equal-length token-id lists); --output gets {"loss": f, "grads": {hf_name: [values]}}
+    /// in Hugging Face layout.
+    Grad {
+        /// A `.gguf` file or a Hugging Face model directory.
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long)]
+        output: PathBuf,
+        /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
+        #[arg(long, default_value = "cpu")]
+        device: String,
+    },
     /// Generate from a prompt or token ids; prints the new ids and text.
     Generate {
         /// A `.gguf` file or a Hugging Face model directory.
@@ -418,6 +433,20 @@ fn main() -> Result<()> {
                     device,
                 },
         } => envrl_examples::lm::logits(
+            &model,
+            &input,
+            &output,
+            &envrl_examples::device::parse_device(&device)?,
+        )?,
+        Command::Lm {
+            what:
+                LmWhat::Grad {
+                    model,
+                    input,
+                    output,
+                    device,
+                },
+        } => envrl_examples::lm::grad(
             &model,
             &input,
             &output,

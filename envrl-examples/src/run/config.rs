@@ -76,6 +76,9 @@ pub struct WarmupConfig {
     pub batch_size: usize,
     /// AdamW learning rate.
     pub learning_rate: f64,
+    /// Weight of next-token prediction on the prompts besides the responses (0: responses
+    /// only); see `BehaviourCloning::context_weight`.
+    pub context_weight: f32,
     /// A run directory whose warm-started model (`warm-start.bpk`) to start from instead of
     /// training one: runs that differ only after the warm start (another objective, the same
     /// seed and warm-start settings) share it.
@@ -89,6 +92,7 @@ impl Default for WarmupConfig {
             steps: 200,
             batch_size: 16,
             learning_rate: 3e-3,
+            context_weight: 0.0,
             from: None,
         }
     }
@@ -235,6 +239,7 @@ impl RunConfig {
             steps: 20,
             batch_size: 2,
             learning_rate: 1e-5,
+            context_weight: 0.0,
             from: None,
         };
         let t = &mut config.trainer;

@@ -298,6 +298,7 @@ fn train_with<E: Environment + 'static>(
             batch_size: config.warmup.batch_size,
             learning_rate: config.warmup.learning_rate,
             max_grad_norm: 1.0,
+            context_weight: config.warmup.context_weight,
         };
         let mut rng = ChaCha8Rng::seed_from_u64(config.trainer.seed.wrapping_add(1));
         let (trained, losses) =

@@ -1,4 +1,5 @@
 use burn::optim::{AdamWConfig, GradientsParams};
+use burn::tensor::{Tensor, TensorData};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
@@ -17,6 +18,11 @@ pub struct BehaviourCloning {
     pub learning_rate: f64,
     /// Global gradient-norm clip.
     pub max_grad_norm: f64,
+    /// Weight of next-token prediction on the prompts (0 trains on the responses only). The
+    /// loss is the token mean over responses plus this times the token mean over prompts: the
+    /// prompts are the environment's own text, so predicting them teaches a small model the
+    /// copying (names, numbers) its actions need, at no extra cost per step.
+    pub context_weight: f32,
 }
 
 impl BehaviourCloning {
@@ -61,7 +67,11 @@ impl BehaviourCloning {
                 rows.push(examples[order[cursor]].clone());
                 cursor += 1;
             }
-            let loss = token_mean_cross_entropy(&policy.score(&rows, false));
+            let loss = if self.context_weight > 0.0 {
+                context_weighted_cross_entropy(&policy, &rows, self.context_weight)
+            } else {
+                token_mean_cross_entropy(&policy.score(&rows, false))
+            };
             let value = loss.clone().into_scalar::<f32>();
             losses.push(value);
             on_step(step, value);
@@ -72,4 +82,47 @@ impl BehaviourCloning {
         }
         (policy, losses)
     }
+}
+
+/// Token-mean cross-entropy over the responses plus `weight` times the token-mean
+/// cross-entropy over the prompts (after each prompt's first token), in one scoring pass.
+fn context_weighted_cross_entropy<P: Policy>(
+    policy: &P,
+    rows: &[ScoreRow],
+    weight: f32,
+) -> Tensor<1> {
+    let whole: Vec<ScoreRow> = rows
+        .iter()
+        .map(|row| match row.context.split_first() {
+            Some((first, rest)) => ScoreRow {
+                context: vec![*first],
+                target: rest.iter().chain(&row.target).copied().collect(),
+            },
+            None => row.clone(),
+        })
+        .collect();
+    let scores = policy.score(&whole, false);
+    let [n, width] = scores.logprobs.dims();
+    let prompt_len = |row: &ScoreRow| row.context.len().saturating_sub(1);
+    let prompt_tokens: usize = rows.iter().map(prompt_len).sum();
+    let response_tokens: usize = rows.iter().map(|r| r.target.len()).sum();
+    let mut weights = vec![0.0f32; n * width];
+    for (i, row) in rows.iter().enumerate() {
+        let p = if row.context.is_empty() {
+            0
+        } else {
+            prompt_len(row)
+        };
+        for k in 0..p {
+            weights[i * width + k] = weight / prompt_tokens.max(1) as f32;
+        }
+        for k in p..(p + row.target.len()).min(width) {
+            weights[i * width + k] = 1.0 / response_tokens.max(1) as f32;
+        }
+    }
+    let weights = Tensor::<2>::from_data(
+        TensorData::new(weights, [n, width]),
+        &scores.logprobs.device(),
+    );
+    (scores.logprobs.neg() * weights).sum()
 }
