@@ -5,7 +5,11 @@
 #  - the loss and the gradient of every parameter (`envrl lm grad`: mean next-token
 #    cross-entropy of the reference rows) against PyTorch (`scripts/torch_grad.py`) when
 #    $PYTHON has torch and transformers, else against the `cpu` (flex) device.
-# Relative L2 errors; bounds 1e-4 (logits), 1e-5 (loss), 1e-4 (worst parameter's gradient).
+#  - a short GRPO + EnvRL run (`envrl train keydoor`, 2 iterations) against the same run on `cpu`:
+#    the largest relative difference over the logged metrics of each iteration.
+# Relative L2 errors; bounds 1e-4 (logits), 1e-5 (loss), 1e-4 (worst parameter's gradient),
+# 1e-3 (GRPO metrics, relative to max(|value|, 0.01); sampling is on the host with a seeded
+# RNG, so the runs see the same tokens unless the logits differ enough to flip a draw).
 #
 #   bash scripts/backend-parity.sh ENVRL_BINARY [DEVICE ...]     # default devices: cpu
 #   e.g. cargo build --release -p envrl-examples --features wgpu --bin envrl
@@ -56,4 +60,31 @@ PY
 done
 echo
 echo "gradients compared against: $GRAD_REF"
+echo
+printf '| GRPO + EnvRL on keydoor, 2 iterations | largest relative metric difference vs cpu (metric) | within 1e-3 |\n|---|---|---|\n'
+grpo() {
+  "$BIN" train keydoor --device "$1" --output-dir "$WORK/grpo-$1" --force --quiet --seed 0 \
+    --iterations 2 --aux state-prediction,inverse-dynamics --set warmup.steps=20 \
+    --set trainer.groups=4 --set trainer.group_size=4 --set trainer.eval_every=0 \
+    --set trainer.checkpoint_every=0 > /dev/null
+}
+grpo cpu
+for device in "${DEVICES[@]}"; do
+  [ "$device" = cpu ] && continue
+  grpo "$device"
+  "$PYTHON" - "$WORK/grpo-cpu/metrics.jsonl" "$WORK/grpo-$device/metrics.jsonl" "$device" <<'PY' || status=1
+import json, sys
+load = lambda p: [json.loads(l) for l in open(p)]
+a, b, device = load(sys.argv[1]), load(sys.argv[2]), sys.argv[3]
+assert len(a) == len(b), "iteration counts differ"
+skip = ("perf/", "time/")
+worst = max(
+    (abs(x[k] - y[k]) / max(abs(x[k]), 1e-2), f"{k} @ {i}")
+    for i, (x, y) in enumerate(zip(a, b)) for k in x if not k.startswith(skip)
+)
+ok = worst[0] <= 1e-3
+print(f"| {device} | {worst[0]:.1e} ({worst[1]}) | {'yes' if ok else 'NO'} |")
+sys.exit(0 if ok else 1)
+PY
+done
 exit $status

@@ -9,6 +9,7 @@ mod report;
 mod setup;
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -301,10 +302,21 @@ fn train_with<E: Environment + 'static>(
             context_weight: config.warmup.context_weight,
         };
         let mut rng = ChaCha8Rng::seed_from_u64(config.trainer.seed.wrapping_add(1));
+        // Without a terminal the bar is not drawn: log a line every tenth of the steps.
+        let log_every = (!options.quiet && !std::io::stderr().is_terminal())
+            .then(|| config.warmup.steps.div_ceil(10));
         let (trained, losses) =
             bc.train_with_callback(model, &rows, &mut rng, &mut |step, loss| {
                 progress.set_position(step as u64 + 1);
                 progress.set_message(format!("loss {loss:.3}"));
+                if log_every.is_some_and(|n| (step + 1) % n == 0) {
+                    eprintln!(
+                        "warm start: step {}/{}, loss {loss:.3}, {:.0} s into the run",
+                        step + 1,
+                        config.warmup.steps,
+                        start.elapsed().as_secs_f64()
+                    );
+                }
             });
         progress.finish_and_clear();
         model = trained;
