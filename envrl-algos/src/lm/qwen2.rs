@@ -10,12 +10,12 @@ use burn::nn::Linear;
 use burn::tensor::activation::silu;
 use burn::tensor::module::{attention, embedding};
 use burn::tensor::ops::AttentionModuleOptions;
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::lm::init::{self, normal, param};
-use crate::lm::mask::attention_mask;
+use crate::lm::mask::attention_bias;
 use crate::lm::rope::RopeTables;
 use crate::lm::{KvCache, LmConfig};
 
@@ -79,14 +79,15 @@ pub struct Attention {
 impl Attention {
     /// # Shapes
     /// - `x`: `[batch, seq, d_model]`
-    /// - `mask`: `[batch, n_heads, seq, kv_seq]`, true where hidden; `None` for plain causal
+    /// - `bias`: `[batch, n_heads, seq, kv_seq]`, 0 where seen and `f32::MIN` where hidden;
+    ///   `None` for plain causal
     ///   attention (no cache, right-padded rows)
     /// - returns `[batch, seq, d_model]`
     pub fn forward(
         &self,
         x: Tensor<3>,
         rope: &RopeTables,
-        mask: Option<Tensor<4, Bool>>,
+        bias: Option<Tensor<4>>,
         cache: Option<(&mut KvCache, usize)>,
     ) -> Tensor<3> {
         let [batch, seq, _] = x.dims();
@@ -111,9 +112,9 @@ impl Attention {
         let options = AttentionModuleOptions {
             scale: None,
             softcap: None,
-            is_causal: mask.is_none(),
+            is_causal: bias.is_none(),
         };
-        let out = attention(q, k, v, mask, None, options);
+        let out = attention(q, k, v, None, bias, options);
         project(
             &self.o_proj,
             out.swap_dims(1, 2).reshape([batch, seq, h * hd]),
@@ -165,13 +166,13 @@ impl DecoderLayer {
         &self,
         x: Tensor<3>,
         rope: &RopeTables,
-        mask: Option<Tensor<4, Bool>>,
+        bias: Option<Tensor<4>>,
         cache: Option<(&mut KvCache, usize)>,
     ) -> Tensor<3> {
         let x = x.clone()
             + self
                 .self_attn
-                .forward(self.input_layernorm.forward(x), rope, mask, cache);
+                .forward(self.input_layernorm.forward(x), rope, bias, cache);
         x.clone() + self.mlp.forward(self.post_attention_layernorm.forward(x))
     }
 }
@@ -326,12 +327,12 @@ impl CausalLm {
             .key_valid
             .iter()
             .all(|v| v.windows(2).all(|w| w[0] || !w[1]));
-        let mask = (past > 0 || !right_padded)
-            .then(|| attention_mask(batch.key_valid, past, s, heads, &device));
+        let bias = (past > 0 || !right_padded)
+            .then(|| attention_bias(batch.key_valid, past, s, heads, &device));
         let mut x = embedding(self.model.embed_tokens.val(), ids);
         for (i, layer) in self.model.layers.iter().enumerate() {
             let layer_cache = cache.as_deref_mut().map(|c| (c, i));
-            x = layer.forward(x, &rope, mask.clone(), layer_cache);
+            x = layer.forward(x, &rope, bias.clone(), layer_cache);
         }
         if let Some(cache) = cache {
             cache.key_valid = batch.key_valid.to_vec();
