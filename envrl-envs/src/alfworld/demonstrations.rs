@@ -8,6 +8,7 @@ use envrl::{Demonstration, Observation, Tokenizer, record_demonstration};
 use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 
 use crate::alfworld::{
     AlfEngine, AlfWorld, AlfworldPrompt, DEFAULT_PLAN_BUDGET, Game, MAX_STEPS, Wording,
@@ -42,32 +43,38 @@ pub fn walkthrough_demonstrations(
 }
 
 /// Records, for each task, the game of that task (task `i` is game `i mod games`) played by the
-/// expert `expert_for(task, game)` makes, for at most `max_steps` steps.
+/// expert `expert_for(task, game)` makes, for at most `max_steps` steps. Tasks are recorded in
+/// parallel (one environment per worker); the result is in task order.
 fn record_games<X: FnMut(&Observation, usize) -> Option<String>>(
     games: &Arc<Vec<Arc<Game>>>,
     tasks: impl IntoIterator<Item = u64>,
     prompt: &AlfworldPrompt,
     tokenizer: &dyn Tokenizer,
     max_steps: usize,
-    mut expert_for: impl FnMut(u64, &Arc<Game>) -> X,
+    expert_for: impl Fn(u64, &Arc<Game>) -> X + Sync,
 ) -> Vec<Demonstration> {
-    let mut env = AlfWorld::new(games.clone());
+    if games.is_empty() {
+        return Vec::new();
+    }
+    let tasks: Vec<u64> = tasks.into_iter().collect();
     tasks
-        .into_iter()
-        .filter(|_| !games.is_empty())
-        .map(|task| {
-            let game = &games[(task % games.len() as u64) as usize];
-            let mut expert = expert_for(task, game);
-            record_demonstration(
-                &mut env,
-                task,
-                max_steps,
-                prompt,
-                tokenizer,
-                &mut expert,
-                &expert_response,
-            )
-        })
+        .into_par_iter()
+        .map_init(
+            || AlfWorld::new(games.clone()),
+            |env, task| {
+                let game = &games[(task % games.len() as u64) as usize];
+                let mut expert = expert_for(task, game);
+                record_demonstration(
+                    env,
+                    task,
+                    max_steps,
+                    prompt,
+                    tokenizer,
+                    &mut expert,
+                    &expert_response,
+                )
+            },
+        )
         .collect()
 }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 
 use crate::alfworld::scenes::{NEVER_TARGET, SceneKind, can_contain, object_flags};
 use crate::alfworld::{
@@ -192,9 +193,24 @@ impl GameGenerator {
             .unwrap_or_else(|| unreachable!("the attempt stream is infinite"))
     }
 
-    /// `n` games, index 0 to n−1.
+    /// `n` games, index 0 to n−1 (generated in parallel).
     pub fn generate_many(&self, n: u64) -> Vec<Arc<Game>> {
-        (0..n).map(|i| Arc::new(self.generate(i))).collect()
+        (0..n)
+            .into_par_iter()
+            .map(|i| Arc::new(self.generate(i)))
+            .collect()
+    }
+
+    /// `n` games, index 0 to n−1, game `i` of task type `types[i mod types.len()]` (generated in
+    /// parallel); [`GameGenerator::generate_many`] when `types` is empty.
+    pub fn generate_many_of_types(&self, types: &[TaskType], n: u64) -> Vec<Arc<Game>> {
+        if types.is_empty() {
+            return self.generate_many(n);
+        }
+        (0..n)
+            .into_par_iter()
+            .map(|i| Arc::new(self.generate_of_type(types[i as usize % types.len()], i)))
+            .collect()
     }
 
     fn mix(&self, x: u64) -> u64 {

@@ -85,16 +85,7 @@ pub fn alfworld(config: &RunConfig) -> Result<EnvSetup<AlfWorld>> {
             None => {
                 let n = (config.tasks.train + config.tasks.eval) as u64;
                 let generator = GameGenerator::new(config.trainer.seed);
-                let games = if types.is_empty() {
-                    generator.generate_many(n)
-                } else {
-                    (0..n)
-                        .map(|i| {
-                            let task = types[i as usize % types.len()];
-                            Arc::new(generator.generate_of_type(task, i))
-                        })
-                        .collect()
-                };
+                let games = generator.generate_many_of_types(&types, n);
                 (
                     games,
                     config.tasks.train,
