@@ -108,11 +108,7 @@ fn context_weighted_cross_entropy<P: Policy>(
     let response_tokens: usize = rows.iter().map(|r| r.target.len()).sum();
     let mut weights = vec![0.0f32; n * width];
     for (i, row) in rows.iter().enumerate() {
-        let p = if row.context.is_empty() {
-            0
-        } else {
-            prompt_len(row)
-        };
+        let p = prompt_len(row);
         for k in 0..p {
             weights[i * width + k] = weight / prompt_tokens.max(1) as f32;
         }
