@@ -252,6 +252,11 @@ impl RunConfig {
     /// When the environment name is unknown.
     pub fn smollm2_135m(env: &str) -> Result<Self> {
         let mut config = Self::cpu_tiny(env)?;
+        if env == "alfworld" {
+            // A pretrained model plays all six task types; cpu-tiny's `pick` subset is for the
+            // from-scratch model.
+            config.tasks = TasksConfig::default();
+        }
         config.model = models_dir()
             .join("SmolLM2-135M-Instruct.Q4_1.gguf")
             .display()
@@ -291,6 +296,9 @@ impl RunConfig {
     /// When the environment name is unknown.
     pub fn paper_1_5b(env: &str) -> Result<Self> {
         let mut config = Self::cpu_tiny(env)?;
+        if env == "alfworld" {
+            config.tasks = TasksConfig::default();
+        }
         config.model = models_dir()
             .join("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
             .display()
@@ -456,6 +464,18 @@ mod tests {
             .unwrap();
         assert_eq!(changed.trainer.learning_rate, 0.5);
         assert_eq!(changed.tasks.train, 7);
+    }
+
+    #[test]
+    fn only_the_from_scratch_alfworld_preset_narrows_the_task_types() {
+        assert_eq!(
+            RunConfig::cpu_tiny("alfworld").unwrap().tasks.types,
+            ["pick"]
+        );
+        for preset in ["smollm2-135m", "paper-1.5b"] {
+            let config = RunConfig::preset(preset, "alfworld").unwrap();
+            assert!(config.tasks.types.is_empty(), "{preset}");
+        }
     }
 
     #[test]
