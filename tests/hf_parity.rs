@@ -22,16 +22,20 @@ fn floats(t: Tensor<3>) -> (Vec<f32>, [usize; 3]) {
     )
 }
 
-fn check_reference(name: &str) {
-    let Some(dir) = require(
-        shared_dir().join("models").join(name),
-        &format!("hf parity {name}"),
-    ) else {
-        return;
-    };
-    let reference: serde_json::Value =
+/// The directory of the reference model `name` in `shared/models` and its `reference.json`;
+/// `None` (after saying why) when the shared data is missing.
+fn reference_model(name: &str, test: &str) -> Option<(std::path::PathBuf, serde_json::Value)> {
+    let dir = require(shared_dir().join("models").join(name), test)?;
+    let reference =
         serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
             .unwrap();
+    Some((dir, reference))
+}
+
+fn check_reference(name: &str) {
+    let Some((dir, reference)) = reference_model(name, &format!("hf parity {name}")) else {
+        return;
+    };
     let device = Device::flex();
     let (model, config) = CausalLm::from_hf_dir(&dir, &device).unwrap();
     assert_eq!(model.vocab_size(), config.vocab_size);
@@ -108,15 +112,9 @@ fn check_reference(name: &str) {
 /// `envrl lm grad` names every weight of the file with its shape, and its loss is the
 /// cross-entropy of transformers' reference logits.
 fn check_grad_command(name: &str) {
-    let Some(dir) = require(
-        shared_dir().join("models").join(name),
-        &format!("lm grad {name}"),
-    ) else {
+    let Some((dir, reference)) = reference_model(name, &format!("lm grad {name}")) else {
         return;
     };
-    let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
-            .unwrap();
     let work = tempfile::tempdir().unwrap();
     let (input, output) = (work.path().join("ids.json"), work.path().join("grad.json"));
     std::fs::write(&input, reference["input_ids"].to_string()).unwrap();

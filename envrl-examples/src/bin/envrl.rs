@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use envrl_envs::alfworld::Wording;
 
 #[derive(Parser)]
@@ -185,37 +185,30 @@ enum BenchWhat {
     },
 }
 
+/// A model, token-id rows to run it on, where to write the result, and the device.
+#[derive(Args)]
+struct RowsArgs {
+    /// A `.gguf` file or a Hugging Face model directory.
+    #[arg(long)]
+    model: PathBuf,
+    #[arg(long)]
+    input: PathBuf,
+    #[arg(long)]
+    output: PathBuf,
+    /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+}
+
 #[derive(Subcommand)]
 enum LmWhat {
     /// Full logits: --input is a JSON list of equal-length token-id lists; --output gets
     /// {"logits": [row][position][vocab]}.
-    Logits {
-        /// A `.gguf` file or a Hugging Face model directory.
-        #[arg(long)]
-        model: PathBuf,
-        #[arg(long)]
-        input: PathBuf,
-        #[arg(long)]
-        output: PathBuf,
-        /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
-        #[arg(long, default_value = "cpu")]
-        device: String,
-    },
+    Logits(RowsArgs),
     /// Loss and gradients: the mean next-token cross-entropy of --input's rows (a JSON list
     /// of equal-length token-id lists); --output gets {"loss": f, "grads": {hf_name: [values]}}
     /// in Hugging Face layout.
-    Grad {
-        /// A `.gguf` file or a Hugging Face model directory.
-        #[arg(long)]
-        model: PathBuf,
-        #[arg(long)]
-        input: PathBuf,
-        #[arg(long)]
-        output: PathBuf,
-        /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
-        #[arg(long, default_value = "cpu")]
-        device: String,
-    },
+    Grad(RowsArgs),
     /// Generate from a prompt or token ids; prints the new ids and text.
     Generate {
         /// A `.gguf` file or a Hugging Face model directory.
@@ -425,32 +418,20 @@ fn main() -> Result<()> {
             );
         }
         Command::Lm {
-            what:
-                LmWhat::Logits {
-                    model,
-                    input,
-                    output,
-                    device,
-                },
+            what: LmWhat::Logits(args),
         } => envrl_examples::lm::logits(
-            &model,
-            &input,
-            &output,
-            &envrl_examples::device::parse_device(&device)?,
+            &args.model,
+            &args.input,
+            &args.output,
+            &envrl_examples::device::parse_device(&args.device)?,
         )?,
         Command::Lm {
-            what:
-                LmWhat::Grad {
-                    model,
-                    input,
-                    output,
-                    device,
-                },
+            what: LmWhat::Grad(args),
         } => envrl_examples::lm::grad(
-            &model,
-            &input,
-            &output,
-            &envrl_examples::device::parse_device(&device)?,
+            &args.model,
+            &args.input,
+            &args.output,
+            &envrl_examples::device::parse_device(&args.device)?,
         )?,
         Command::Lm {
             what:
