@@ -7,9 +7,8 @@ use anyhow::{Context, Result, bail};
 use burn::module::Param;
 use burn::nn::Linear;
 use burn::optim::GradientsParams;
-use burn::tensor::activation::log_softmax;
-use burn::tensor::{Device, Int, Tensor, TensorData};
-use envrl::{Policy, SamplingParams, Tokenizer};
+use burn::tensor::{Device, Tensor};
+use envrl::{Policy, SamplingParams, ScoreRow, Tokenizer, token_mean_cross_entropy};
 use envrl_algos::{CausalLm, HfTokenizer, Pretrained};
 use rand::SeedableRng;
 
@@ -99,19 +98,19 @@ pub fn logits(model: &Path, input: &Path, output: &Path, device: &Device) -> Res
 pub fn grad(model: &Path, input: &Path, output: &Path, device: &Device) -> Result<()> {
     let (lm, _) = load(model, &device.clone().autodiff())?;
     let rows = read_rows(&lm, input)?;
-    let logits = lm.forward(&rows);
-    let [b, s, v] = logits.dims();
-    if s < 2 {
+    if rows[0].len() < 2 {
         bail!("{}: rows need at least two tokens", input.display());
     }
-    let targets: Vec<i64> = rows
+    // Every token after the first is a target; rows of equal length, so the token mean over
+    // the batch is the mean over all positions.
+    let scored: Vec<ScoreRow> = rows
         .iter()
-        .flat_map(|r| r[1..].iter().map(|&t| t as i64))
+        .map(|r| ScoreRow {
+            context: r[..1].to_vec(),
+            target: r[1..].to_vec(),
+        })
         .collect();
-    let targets =
-        Tensor::<3, Int>::from_data(TensorData::new(targets, [b, s - 1, 1]), &lm.device());
-    let logp = log_softmax(logits.slice([0..b, 0..s - 1, 0..v]), 2);
-    let loss = logp.gather(2, targets).mean().neg();
+    let loss = token_mean_cross_entropy(&lm.score(&scored, false));
     let value = loss.clone().into_scalar::<f32>();
     let grads = GradientsParams::from_grads(loss.backward(), &lm);
     let mut named = serde_json::Map::new();
