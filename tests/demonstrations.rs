@@ -9,7 +9,7 @@ use envrl::{
 };
 use envrl_algos::{LmConfig, WordTokenizer};
 use envrl_envs::alfworld::{
-    AlfWorld, AlfworldProjection, AlfworldPrompt, GameGenerator, SearchingExpert, expert_response,
+    AlfWorld, AlfworldProjection, AlfworldPrompt, GameGenerator, SearchingExpert,
     search_demonstrations, walkthrough_demonstrations,
 };
 use envrl_examples::run::{TextCollector, word_tokenizer};
@@ -26,7 +26,7 @@ fn tokenizer_for(games: &[Arc<envrl_envs::alfworld::Game>]) -> WordTokenizer {
         corpus.push(prompt.build(&obs, &[], 0));
         corpus.push(prompt.build(&obs, &[Default::default()], 1));
         for action in &game.walkthrough {
-            corpus.push(expert_response(&obs, action));
+            corpus.push(prompt.expert_response(action));
             corpus.push(env.step(action).observation.text);
         }
     }

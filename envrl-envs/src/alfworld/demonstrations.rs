@@ -14,13 +14,6 @@ use crate::alfworld::{
     AlfEngine, AlfWorld, AlfworldPrompt, DEFAULT_PLAN_BUDGET, Game, MAX_STEPS, Wording,
 };
 
-/// The expert's response for `action`: a one-sentence rationale in `<think>` tags and the action
-/// in `<action>` tags, the format the ALFWorld projection accepts as valid. It does not restate
-/// the task, which the prompt already holds.
-pub fn expert_response(_observation: &Observation, action: &str) -> String {
-    format!("<think>The next step is to {action}.</think><action>{action}</action>")
-}
-
 /// Plays the walkthrough of the game of each task (task `i` is game `i mod games`, as in
 /// [`AlfWorld`]) and records it with `prompt` and `tokenizer`.
 pub fn walkthrough_demonstrations(
@@ -71,7 +64,7 @@ fn record_games<X: FnMut(&Observation, usize) -> Option<String>>(
                     prompt,
                     tokenizer,
                     &mut expert,
-                    &expert_response,
+                    &|_, action| prompt.expert_response(action),
                 )
             },
         )

@@ -4,10 +4,14 @@
 use anyhow::{Context, Result, bail};
 use envrl::TrainerConfig;
 use envrl_algos::{AlgorithmConfig, AuxConfig, ClippedPgConfig, LmConfig};
+use envrl_envs::alfworld::PromptStyle;
 use serde::{Deserialize, Serialize};
 
 /// The environments `envrl train` knows.
 pub const ENV_NAMES: [&str; 3] = ["alfworld", "webshop", "keydoor"];
+
+/// The ALFWorld prompt styles `prompt` knows.
+pub const PROMPT_NAMES: [&str; 2] = ["verl-agent", "compact"];
 
 /// The presets `--preset` knows.
 pub const PRESET_NAMES: [&str; 3] = ["cpu-tiny", "smollm2-135m", "paper-1.5b"];
@@ -129,6 +133,10 @@ pub struct RunConfig {
     pub env: String,
     /// The model: `tiny` (from scratch), a `.gguf` file or a Hugging Face model directory.
     pub model: String,
+    /// The ALFWorld prompt's wording: `verl-agent` (the paper's templates, the default) or
+    /// `compact` (the same facts in ~40 % of the tokens, for the from-scratch model).
+    #[serde(default = "default_prompt")]
+    pub prompt: String,
     /// Sizes of the tiny model.
     #[serde(default)]
     pub tiny: TinyModelConfig,
@@ -226,9 +234,16 @@ impl RunConfig {
                 trainer.checkpoint_every = 4;
             }
         }
+        // The from-scratch model reads ALFWorld's facts without verl-agent's instructions.
+        let prompt = if env == "alfworld" {
+            PromptStyle::Compact
+        } else {
+            PromptStyle::VerlAgent
+        };
         Ok(Self {
             env: env.to_string(),
             model: "tiny".into(),
+            prompt: prompt.name().into(),
             tiny: TinyModelConfig::default(),
             warmup,
             tasks,
@@ -253,9 +268,10 @@ impl RunConfig {
     pub fn smollm2_135m(env: &str) -> Result<Self> {
         let mut config = Self::cpu_tiny(env)?;
         if env == "alfworld" {
-            // A pretrained model plays all six task types; cpu-tiny's `pick` subset is for the
-            // from-scratch model.
+            // A pretrained model plays all six task types and reads the paper's prompt;
+            // cpu-tiny's `pick` subset and compact prompt are for the from-scratch model.
             config.tasks = TasksConfig::default();
+            config.prompt = default_prompt();
         }
         config.model = models_dir()
             .join("SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -298,6 +314,7 @@ impl RunConfig {
         let mut config = Self::cpu_tiny(env)?;
         if env == "alfworld" {
             config.tasks = TasksConfig::default();
+            config.prompt = default_prompt();
         }
         config.model = models_dir()
             .join("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
@@ -349,9 +366,23 @@ impl RunConfig {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let config: Self =
             toml::from_str(&text).with_context(|| format!("config file {}", path.display()))?;
-        check_name("environment", &config.env, &ENV_NAMES)?;
-        config.trainer.validate()?;
+        config.validate()?;
         Ok(config)
+    }
+
+    /// Checks the names and the trainer's values.
+    fn validate(&self) -> Result<()> {
+        check_name("environment", &self.env, &ENV_NAMES)?;
+        check_name("prompt", &self.prompt, &PROMPT_NAMES)?;
+        if self.prompt != default_prompt() && self.env != "alfworld" {
+            bail!(
+                "prompt `{}` is for alfworld only; {} has one prompt",
+                self.prompt,
+                self.env
+            );
+        }
+        self.trainer.validate()?;
+        Ok(())
     }
 
     /// The config as TOML.
@@ -394,8 +425,7 @@ impl RunConfig {
             table.insert(keys[keys.len() - 1].to_string(), value);
         }
         let config: Self = tree.try_into().context("after applying the overrides")?;
-        check_name("environment", &config.env, &ENV_NAMES)?;
-        config.trainer.validate()?;
+        config.validate()?;
         Ok(config)
     }
 
@@ -435,6 +465,10 @@ impl RunConfig {
     }
 }
 
+fn default_prompt() -> String {
+    PromptStyle::VerlAgent.name().into()
+}
+
 fn unknown(kind: &str, name: &str, known: &[&str]) -> String {
     format!(
         "unknown {kind} `{name}`; expected one of: {}",
@@ -467,15 +501,28 @@ mod tests {
     }
 
     #[test]
-    fn only_the_from_scratch_alfworld_preset_narrows_the_task_types() {
-        assert_eq!(
-            RunConfig::cpu_tiny("alfworld").unwrap().tasks.types,
-            ["pick"]
-        );
+    fn only_the_from_scratch_alfworld_preset_narrows_the_task_types_and_the_prompt() {
+        let tiny = RunConfig::cpu_tiny("alfworld").unwrap();
+        assert_eq!(tiny.tasks.types, ["pick"]);
+        assert_eq!(tiny.prompt, "compact");
         for preset in ["smollm2-135m", "paper-1.5b"] {
             let config = RunConfig::preset(preset, "alfworld").unwrap();
             assert!(config.tasks.types.is_empty(), "{preset}");
+            assert_eq!(config.prompt, "verl-agent", "{preset}");
         }
+        let err = RunConfig::cpu_tiny("webshop")
+            .unwrap()
+            .with_overrides(&["prompt=compact".into()])
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("alfworld only"), "{err:#}");
+        let err = RunConfig::cpu_tiny("alfworld")
+            .unwrap()
+            .with_overrides(&["prompt=short".into()])
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("verl-agent, compact"),
+            "{err:#}"
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use envrl::{ActionParser, Demonstration, Environment, PromptBuilder, ScoreRow, Tokenizer};
 use envrl_envs::alfworld::{
-    AlfWorld, AlfworldData, AlfworldProjection, AlfworldPrompt, Game, GameGenerator, Split,
-    TaskType, search_demonstrations,
+    AlfWorld, AlfworldData, AlfworldProjection, AlfworldPrompt, Game, GameGenerator, PromptStyle,
+    Split, TaskType, search_demonstrations,
 };
 use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
 use envrl_envs::webshop::{
@@ -109,7 +109,9 @@ pub fn alfworld(config: &RunConfig) -> Result<EnvSetup<AlfWorld>> {
     let env_games = games.clone();
     let demo_games = games.clone();
     let label_games = games.clone();
-    let prompt = AlfworldPrompt::default();
+    let style = PromptStyle::from_name(&config.prompt)
+        .with_context(|| format!("unknown ALFWorld prompt `{}`", config.prompt))?;
+    let prompt = AlfworldPrompt::with_style(style);
     Ok(EnvSetup {
         environment: "ALFRED household".into(),
         prompt: Box::new(prompt),
