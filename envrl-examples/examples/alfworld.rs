@@ -8,5 +8,6 @@
 //! The same run, with every option: `envrl train alfworld --help`.
 
 fn main() -> anyhow::Result<()> {
+    envrl_examples::keep_freed_memory();
     envrl_examples::run::run_example("alfworld")
 }

@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use envrl_envs::alfworld::{AlfEngine, GameGenerator, MAX_STEPS, Wording};
 
 fn main() -> Result<()> {
+    envrl_examples::keep_freed_memory();
     let mut args = std::env::args().skip(1);
     let seed: u64 = args
         .next()

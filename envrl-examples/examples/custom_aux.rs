@@ -65,6 +65,7 @@ impl AuxObjective for RewardPrediction {
 }
 
 fn main() -> Result<()> {
+    envrl_examples::keep_freed_memory();
     let iterations: usize = std::env::args()
         .nth(1)
         .map(|s| s.parse())

@@ -15,6 +15,7 @@ use envrl_examples::keydoor::{KeyDoorSettings, build, run_dir_name};
 use envrl_examples::progress::RunProgress;
 
 fn main() -> Result<()> {
+    envrl_examples::keep_freed_memory();
     let mut args = std::env::args().skip(1);
     let seed: u64 = args
         .next()

@@ -347,6 +347,7 @@ fn train(env: &str, args: RunArgs) -> Result<()> {
 }
 
 fn main() -> Result<()> {
+    envrl_examples::keep_freed_memory();
     match Cli::parse().command {
         Command::Train { env, run } => train(&env, run)?,
         Command::Eval {

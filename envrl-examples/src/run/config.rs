@@ -80,6 +80,8 @@ pub struct WarmupConfig {
     pub batch_size: usize,
     /// AdamW learning rate.
     pub learning_rate: f64,
+    /// Anneal the learning rate to 0 with a half cosine over the steps (else constant).
+    pub cosine_decay: bool,
     /// Weight of next-token prediction on the prompts besides the responses (0: responses
     /// only); see `BehaviourCloning::context_weight`.
     pub context_weight: f32,
@@ -96,6 +98,7 @@ impl Default for WarmupConfig {
             steps: 200,
             batch_size: 16,
             learning_rate: 3e-3,
+            cosine_decay: false,
             context_weight: 0.0,
             from: None,
         }
@@ -211,11 +214,11 @@ impl RunConfig {
                 };
             }
             _ => {
-                // ALFWorld: `pick` games (the other five types need more skills each), a warm
-                // start on many different games that also predicts the prompts (which teaches
-                // the small model to copy names and numbers from the observation and the
-                // admissible list), then GRPO at a lower learning rate. ~35 min on 2 cores;
-                // 500 warm-start steps win no held-out game (docs/results.md).
+                // ALFWorld: `pick` games (the other five types need more skills each), the
+                // compact prompt, a warm start on many different games that also predicts the
+                // prompts (which teaches the small model to copy names and numbers from the
+                // observation and the admissible list), then GRPO at a lower learning rate.
+                // ~15 min on 2 cores (docs/results.md).
                 warmup = WarmupConfig {
                     episodes: 1500,
                     steps: 1500,
@@ -227,7 +230,7 @@ impl RunConfig {
                     eval: 40,
                     types: vec!["pick".into()],
                 };
-                trainer.iterations = 12;
+                trainer.iterations = 8;
                 trainer.learning_rate = 1e-4;
                 trainer.eval_every = 4;
                 trainer.eval_episodes = 40;
@@ -282,6 +285,7 @@ impl RunConfig {
             steps: 20,
             batch_size: 2,
             learning_rate: 1e-5,
+            cosine_decay: false,
             context_weight: 0.0,
             from: None,
         };

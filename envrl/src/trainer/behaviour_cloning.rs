@@ -5,7 +5,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::auxiliary::token_mean_cross_entropy;
 use crate::policy::{Policy, ScoreRow};
-use crate::trainer::clip_global_grad_norm;
+use crate::trainer::{Schedule, clip_global_grad_norm};
 
 /// Settings of supervised behaviour cloning (a warm start before RL).
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +16,9 @@ pub struct BehaviourCloning {
     pub batch_size: usize,
     /// AdamW learning rate.
     pub learning_rate: f64,
+    /// Anneal the learning rate to 0 over the steps with a half cosine instead of keeping it
+    /// constant.
+    pub cosine_decay: bool,
     /// Global gradient-norm clip.
     pub max_grad_norm: f64,
     /// Weight of next-token prediction on the prompts (0 trains on the responses only). The
@@ -27,8 +30,8 @@ pub struct BehaviourCloning {
 
 impl BehaviourCloning {
     /// Trains `policy` (on an autodiff device) to produce each example's target given its
-    /// context, with token-mean cross-entropy, shuffling with `rng` into batches of rows of
-    /// similar length (less padding). Returns the trained policy and the loss of each step.
+    /// context, with token-mean cross-entropy, shuffling with `rng`. Returns the trained policy
+    /// and the loss of each step.
     pub fn train<P: Policy>(
         &self,
         policy: P,
@@ -55,13 +58,18 @@ impl BehaviourCloning {
         if examples.is_empty() {
             return (policy, losses);
         }
-        let mut batches = LengthGroupedBatches::new(examples, self.batch_size);
+        let mut order: Vec<usize> = (0..examples.len()).collect();
+        let mut cursor = order.len();
         for step in 0..self.steps {
-            let rows: Vec<ScoreRow> = batches
-                .next(rng)
-                .into_iter()
-                .map(|i| examples[i].clone())
-                .collect();
+            let mut rows = Vec::with_capacity(self.batch_size);
+            while rows.len() < self.batch_size {
+                if cursor == order.len() {
+                    order.shuffle(rng);
+                    cursor = 0;
+                }
+                rows.push(examples[order[cursor]].clone());
+                cursor += 1;
+            }
             let loss = if self.context_weight > 0.0 {
                 context_weighted_cross_entropy(&policy, &rows, self.context_weight)
             } else {
@@ -71,64 +79,19 @@ impl BehaviourCloning {
             losses.push(value);
             on_step(step, value);
             let mut grads = GradientsParams::from_grads(loss.backward(), &policy);
+            let learning_rate = if self.cosine_decay {
+                Schedule::Cosine {
+                    start: self.learning_rate,
+                }
+                .value(step, self.steps)
+            } else {
+                self.learning_rate
+            };
             if clip_global_grad_norm(&policy, &mut grads, self.max_grad_norm).is_some() {
-                policy = optimizer.step(self.learning_rate, policy, grads);
+                policy = optimizer.step(learning_rate, policy, grads);
             }
         }
         (policy, losses)
-    }
-}
-
-/// How many batches' worth of shuffled rows are sorted by length together.
-const LENGTH_GROUP: usize = 32;
-
-/// Batches of row indices in a seeded random order, grouped by length: every `LENGTH_GROUP`
-/// batches' worth of shuffled rows (epochs reshuffled and continued as needed) is sorted by
-/// length, cut into batches, and the batches are shuffled. Each row is seen once per epoch as
-/// with plain shuffling, but a batch is padded to a similar length instead of to the longest
-/// of random rows (as `group_by_length` in Hugging Face's trainer).
-struct LengthGroupedBatches {
-    lengths: Vec<usize>,
-    batch_size: usize,
-    order: Vec<usize>,
-    cursor: usize,
-    ready: Vec<Vec<usize>>,
-}
-
-impl LengthGroupedBatches {
-    fn new(examples: &[ScoreRow], batch_size: usize) -> Self {
-        let lengths: Vec<usize> = examples
-            .iter()
-            .map(|r| r.context.len() + r.target.len())
-            .collect();
-        Self {
-            order: (0..lengths.len()).collect(),
-            cursor: lengths.len(),
-            lengths,
-            batch_size: batch_size.max(1),
-            ready: Vec::new(),
-        }
-    }
-
-    fn next(&mut self, rng: &mut ChaCha8Rng) -> Vec<usize> {
-        if self.ready.is_empty() {
-            let mut group = Vec::with_capacity(self.batch_size * LENGTH_GROUP);
-            while group.len() < self.batch_size * LENGTH_GROUP {
-                if self.cursor == self.order.len() {
-                    self.order.shuffle(rng);
-                    self.cursor = 0;
-                }
-                group.push(self.order[self.cursor]);
-                self.cursor += 1;
-            }
-            group.sort_by_key(|&i| self.lengths[i]);
-            self.ready = group
-                .chunks(self.batch_size)
-                .map(<[usize]>::to_vec)
-                .collect();
-            self.ready.shuffle(rng);
-        }
-        self.ready.pop().unwrap_or_default()
     }
 }
 
@@ -169,46 +132,4 @@ fn context_weighted_cross_entropy<P: Policy>(
         &scores.logprobs.device(),
     );
     (scores.logprobs.neg() * weights).sum()
-}
-
-#[cfg(test)]
-mod tests {
-    use rand::SeedableRng;
-
-    use super::*;
-
-    #[test]
-    fn length_grouped_batches_cover_each_row_once_per_epoch_with_little_padding() {
-        let batch = 4;
-        let n = batch * LENGTH_GROUP;
-        // Lengths 1..=n in a scrambled order.
-        let examples: Vec<ScoreRow> = (0..n)
-            .map(|i| ScoreRow {
-                context: vec![0; 1 + (i * 37) % n],
-                target: Vec::new(),
-            })
-            .collect();
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let mut batches = LengthGroupedBatches::new(&examples, batch);
-        let mut seen = vec![0; n];
-        for _ in 0..LENGTH_GROUP {
-            let rows = batches.next(&mut rng);
-            assert_eq!(rows.len(), batch);
-            let lens: Vec<usize> = rows.iter().map(|&i| examples[i].context.len()).collect();
-            // Sorted neighbours: a batch spans `batch` consecutive lengths.
-            assert_eq!(
-                lens.iter().max().unwrap() - lens.iter().min().unwrap(),
-                batch - 1
-            );
-            rows.iter().for_each(|&i| seen[i] += 1);
-        }
-        assert!(seen.iter().all(|&c| c == 1), "{seen:?}");
-        // The same seed gives the same batches.
-        let again =
-            LengthGroupedBatches::new(&examples, batch).next(&mut ChaCha8Rng::seed_from_u64(3));
-        assert_eq!(
-            again,
-            LengthGroupedBatches::new(&examples, batch).next(&mut ChaCha8Rng::seed_from_u64(3))
-        );
-    }
 }
