@@ -74,7 +74,6 @@ fn behaviour_cloning_on_walkthroughs_lowers_the_loss() {
         steps: 30,
         batch_size: 6,
         learning_rate: 3e-3,
-        cosine_decay: false,
         max_grad_norm: 1.0,
         context_weight: 0.0,
     };
@@ -104,7 +103,6 @@ fn context_weight_adds_the_prompts_token_mean_cross_entropy() {
             steps: 1,
             batch_size: rows.len(),
             learning_rate: 0.0,
-            cosine_decay: false,
             max_grad_norm: 1.0,
             context_weight,
         };

@@ -200,7 +200,6 @@ pub fn build_with(
         steps: settings.warmup_steps,
         batch_size: 64,
         learning_rate: 3e-3,
-        cosine_decay: false,
         max_grad_norm: 1.0,
         context_weight: 0.0,
     };

@@ -306,7 +306,6 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
         steps,
         batch_size: bench.batch,
         learning_rate: 1e-5,
-        cosine_decay: false,
         max_grad_norm: 1.0,
         context_weight: 0.0,
     };

@@ -80,8 +80,6 @@ pub struct WarmupConfig {
     pub batch_size: usize,
     /// AdamW learning rate.
     pub learning_rate: f64,
-    /// Anneal the learning rate to 0 with a half cosine over the steps (else constant).
-    pub cosine_decay: bool,
     /// Weight of next-token prediction on the prompts besides the responses (0: responses
     /// only); see `BehaviourCloning::context_weight`.
     pub context_weight: f32,
@@ -98,7 +96,6 @@ impl Default for WarmupConfig {
             steps: 200,
             batch_size: 16,
             learning_rate: 3e-3,
-            cosine_decay: false,
             context_weight: 0.0,
             from: None,
         }
@@ -285,7 +282,6 @@ impl RunConfig {
             steps: 20,
             batch_size: 2,
             learning_rate: 1e-5,
-            cosine_decay: false,
             context_weight: 0.0,
             from: None,
         };

@@ -298,7 +298,6 @@ fn train_with<E: Environment + 'static>(
             steps: config.warmup.steps,
             batch_size: config.warmup.batch_size,
             learning_rate: config.warmup.learning_rate,
-            cosine_decay: config.warmup.cosine_decay,
             max_grad_norm: 1.0,
             context_weight: config.warmup.context_weight,
         };

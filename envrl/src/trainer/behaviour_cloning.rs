@@ -5,7 +5,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::auxiliary::token_mean_cross_entropy;
 use crate::policy::{Policy, ScoreRow};
-use crate::trainer::{Schedule, clip_global_grad_norm};
+use crate::trainer::clip_global_grad_norm;
 
 /// Settings of supervised behaviour cloning (a warm start before RL).
 #[derive(Debug, Clone, PartialEq)]
@@ -16,9 +16,6 @@ pub struct BehaviourCloning {
     pub batch_size: usize,
     /// AdamW learning rate.
     pub learning_rate: f64,
-    /// Anneal the learning rate to 0 over the steps with a half cosine instead of keeping it
-    /// constant.
-    pub cosine_decay: bool,
     /// Global gradient-norm clip.
     pub max_grad_norm: f64,
     /// Weight of next-token prediction on the prompts (0 trains on the responses only). The
@@ -79,16 +76,8 @@ impl BehaviourCloning {
             losses.push(value);
             on_step(step, value);
             let mut grads = GradientsParams::from_grads(loss.backward(), &policy);
-            let learning_rate = if self.cosine_decay {
-                Schedule::Cosine {
-                    start: self.learning_rate,
-                }
-                .value(step, self.steps)
-            } else {
-                self.learning_rate
-            };
             if clip_global_grad_norm(&policy, &mut grads, self.max_grad_norm).is_some() {
-                policy = optimizer.step(learning_rate, policy, grads);
+                policy = optimizer.step(self.learning_rate, policy, grads);
             }
         }
         (policy, losses)
