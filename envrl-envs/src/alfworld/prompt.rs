@@ -29,6 +29,9 @@ pub enum PromptStyle {
 }
 
 impl PromptStyle {
+    /// Every style.
+    pub const ALL: [PromptStyle; 2] = [Self::VerlAgent, Self::Compact];
+
     /// The style's name in configs: `verl-agent` or `compact`.
     pub fn name(self) -> &'static str {
         match self {
@@ -39,9 +42,7 @@ impl PromptStyle {
 
     /// The style named `name` (see [`PromptStyle::name`]).
     pub fn from_name(name: &str) -> Option<Self> {
-        [Self::VerlAgent, Self::Compact]
-            .into_iter()
-            .find(|s| s.name() == name)
+        Self::ALL.into_iter().find(|s| s.name() == name)
     }
 }
 
@@ -90,12 +91,7 @@ impl AlfworldPrompt {
         for h in &history[start..] {
             text.push_str(&format!("Seen: {} Did: {}\n", h.observation, h.action));
         }
-        let actions: Vec<&str> = observation
-            .admissible
-            .iter()
-            .map(String::as_str)
-            .filter(|a| *a != "help")
-            .collect();
+        let actions: Vec<&str> = shown_admissible(&observation.admissible).collect();
         text.push_str(&format!(
             "Now: {}\nActions: {}\n",
             observation.text,
@@ -105,12 +101,18 @@ impl AlfworldPrompt {
     }
 }
 
+/// The admissible actions a prompt shows: all but `help`.
+fn shown_admissible(admissible: &[String]) -> impl Iterator<Item = &str> {
+    admissible
+        .iter()
+        .map(String::as_str)
+        .filter(|a| *a != "help")
+}
+
 /// The admissible list as the template shows it: `help` removed, each in single quotes, joined
 /// by a newline and a space.
 pub fn format_admissible(admissible: &[String]) -> String {
-    admissible
-        .iter()
-        .filter(|a| *a != "help")
+    shown_admissible(admissible)
         .map(|a| format!("'{a}'"))
         .collect::<Vec<_>>()
         .join("\n ")
@@ -209,7 +211,7 @@ mod tests {
 
     #[test]
     fn style_names_round_trip() {
-        for style in [PromptStyle::VerlAgent, PromptStyle::Compact] {
+        for style in PromptStyle::ALL {
             assert_eq!(PromptStyle::from_name(style.name()), Some(style));
         }
         assert_eq!(PromptStyle::from_name("chatml"), None);

@@ -10,9 +10,6 @@ use serde::{Deserialize, Serialize};
 /// The environments `envrl train` knows.
 pub const ENV_NAMES: [&str; 3] = ["alfworld", "webshop", "keydoor"];
 
-/// The ALFWorld prompt styles `prompt` knows.
-pub const PROMPT_NAMES: [&str; 2] = ["verl-agent", "compact"];
-
 /// The presets `--preset` knows.
 pub const PRESET_NAMES: [&str; 3] = ["cpu-tiny", "smollm2-135m", "paper-1.5b"];
 
@@ -180,6 +177,7 @@ impl RunConfig {
         trainer.sampling.max_new_tokens = 32;
         trainer.eval_sampling.max_new_tokens = 32;
         let mut warmup = WarmupConfig::default();
+        let mut prompt = PromptStyle::VerlAgent;
         let tasks: TasksConfig;
         match env {
             "webshop" => {
@@ -216,6 +214,7 @@ impl RunConfig {
                 // prompts (which teaches the small model to copy names and numbers from the
                 // observation and the admissible list), then GRPO at a lower learning rate.
                 // ~15 min on 2 cores (docs/results.md).
+                prompt = PromptStyle::Compact;
                 warmup = WarmupConfig {
                     episodes: 1500,
                     steps: 1500,
@@ -234,12 +233,6 @@ impl RunConfig {
                 trainer.checkpoint_every = 4;
             }
         }
-        // The from-scratch model reads ALFWorld's facts without verl-agent's instructions.
-        let prompt = if env == "alfworld" {
-            PromptStyle::Compact
-        } else {
-            PromptStyle::VerlAgent
-        };
         Ok(Self {
             env: env.to_string(),
             model: "tiny".into(),
@@ -266,13 +259,7 @@ impl RunConfig {
     /// # Errors
     /// When the environment name is unknown.
     pub fn smollm2_135m(env: &str) -> Result<Self> {
-        let mut config = Self::cpu_tiny(env)?;
-        if env == "alfworld" {
-            // A pretrained model plays all six task types and reads the paper's prompt;
-            // cpu-tiny's `pick` subset and compact prompt are for the from-scratch model.
-            config.tasks = TasksConfig::default();
-            config.prompt = default_prompt();
-        }
+        let mut config = Self::cpu_tiny(env)?.for_pretrained_model();
         config.model = models_dir()
             .join("SmolLM2-135M-Instruct.Q4_1.gguf")
             .display()
@@ -311,11 +298,7 @@ impl RunConfig {
     /// # Errors
     /// When the environment name is unknown.
     pub fn paper_1_5b(env: &str) -> Result<Self> {
-        let mut config = Self::cpu_tiny(env)?;
-        if env == "alfworld" {
-            config.tasks = TasksConfig::default();
-            config.prompt = default_prompt();
-        }
+        let mut config = Self::cpu_tiny(env)?.for_pretrained_model();
         config.model = models_dir()
             .join("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
             .display()
@@ -342,6 +325,16 @@ impl RunConfig {
         config.trainer.eval_sampling.temperature = 0.4;
         config.algorithm.loss = ClippedPgConfig::default();
         Ok(config)
+    }
+
+    /// Undoes what `cpu-tiny` narrows for its from-scratch model on ALFWorld: a pretrained
+    /// model plays all six task types and reads the paper's prompt.
+    fn for_pretrained_model(mut self) -> Self {
+        if self.env == "alfworld" {
+            self.tasks = TasksConfig::default();
+            self.prompt = default_prompt();
+        }
+        self
     }
 
     /// A preset by name.
@@ -373,7 +366,11 @@ impl RunConfig {
     /// Checks the names and the trainer's values.
     fn validate(&self) -> Result<()> {
         check_name("environment", &self.env, &ENV_NAMES)?;
-        check_name("prompt", &self.prompt, &PROMPT_NAMES)?;
+        check_name(
+            "prompt",
+            &self.prompt,
+            &PromptStyle::ALL.map(PromptStyle::name),
+        )?;
         if self.prompt != default_prompt() && self.env != "alfworld" {
             bail!(
                 "prompt `{}` is for alfworld only; {} has one prompt",

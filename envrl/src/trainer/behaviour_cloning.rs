@@ -51,12 +51,12 @@ impl BehaviourCloning {
             .with_weight_decay(0.01)
             .with_epsilon(1e-8)
             .init();
+        let mut order: Vec<usize> = (0..examples.len()).collect();
+        let mut cursor = order.len();
         let mut losses = Vec::with_capacity(self.steps);
         if examples.is_empty() {
             return (policy, losses);
         }
-        let mut order: Vec<usize> = (0..examples.len()).collect();
-        let mut cursor = order.len();
         for step in 0..self.steps {
             let mut rows = Vec::with_capacity(self.batch_size);
             while rows.len() < self.batch_size {
