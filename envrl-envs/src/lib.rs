@@ -29,8 +29,10 @@ mod error;
 mod history;
 pub mod keydoor;
 mod projection;
+mod prompt_style;
 pub mod webshop;
 
 pub use error::{Error, Result};
 pub use history::recent_history;
 pub use projection::think_action_projection;
+pub use prompt_style::PromptStyle;

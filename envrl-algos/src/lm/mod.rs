@@ -7,6 +7,7 @@ mod gguf;
 mod hf;
 pub(crate) mod init;
 mod kv_cache;
+mod lora;
 mod mask;
 mod policy;
 mod qwen2;

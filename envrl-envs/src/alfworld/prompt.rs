@@ -7,44 +7,13 @@ use envrl::{ActionParser, HistoryEntry, Observation, ParsedAction, PromptBuilder
 
 use crate::history::recent_history;
 use crate::projection::think_action_projection;
+use crate::prompt_style::PromptStyle;
 
 /// The first-step template (no history).
 pub const ALFWORLD_TEMPLATE_NO_HIS: &str = "\nYou are an expert agent operating in the ALFRED Embodied Environment.\nYour current observation is: {current_observation}\nYour admissible actions of the current situation are: [{admissible_actions}].\n\nNow it's your turn to take an action.\nYou should first reason step-by-step about the current situation. This reasoning process MUST be enclosed within <think> </think> tags. \nOnce you've finished your reasoning, you should choose an admissible action for current step and present it within <action> </action> tags.\n";
 
 /// The template of later steps.
 pub const ALFWORLD_TEMPLATE: &str = "\nYou are an expert agent operating in the ALFRED Embodied Environment. Your task is to: {task_description}\nPrior to this step, you have already taken {step_count} step(s). Below are the most recent {history_length} observaitons and the corresponding actions you took: {action_history}\nYou are now at step {current_step} and your current observation is: {current_observation}\nYour admissible actions of the current situation are: [{admissible_actions}].\n\nNow it's your turn to take an action.\nYou should first reason step-by-step about the current situation. This reasoning process MUST be enclosed within <think> </think> tags. \nOnce you've finished your reasoning, you should choose an admissible action for current step and present it within <action> </action> tags.\n";
-
-/// The wording of the ALFWorld prompt and of the expert's replies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PromptStyle {
-    /// verl-agent's templates, byte for byte (the paper's setting); the expert's reply gives a
-    /// one-sentence rationale.
-    #[default]
-    VerlAgent,
-    /// The same facts without the instructions, for small from-scratch models that cannot use
-    /// them: `Task:`, the remembered steps as `Seen: … Did: …` lines, `Now:` and the admissible
-    /// actions joined by ` | `; the expert's reply leaves `<think></think>` empty. About 40 % of
-    /// the verl-agent prompt's tokens, which is most of a warm start's and a rollout's cost.
-    Compact,
-}
-
-impl PromptStyle {
-    /// Every style.
-    pub const ALL: [PromptStyle; 2] = [Self::VerlAgent, Self::Compact];
-
-    /// The style's name in configs: `verl-agent` or `compact`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::VerlAgent => "verl-agent",
-            Self::Compact => "compact",
-        }
-    }
-
-    /// The style named `name` (see [`PromptStyle::name`]).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.name() == name)
-    }
-}
 
 /// Builds the ALFWorld prompt with a memory of the last `history_length` steps.
 #[derive(Debug, Clone, Copy)]
@@ -207,13 +176,5 @@ mod tests {
                 valid: true
             }
         );
-    }
-
-    #[test]
-    fn style_names_round_trip() {
-        for style in PromptStyle::ALL {
-            assert_eq!(PromptStyle::from_name(style.name()), Some(style));
-        }
-        assert_eq!(PromptStyle::from_name("chatml"), None);
     }
 }

@@ -1,6 +1,7 @@
-//! A scripted WebShop expert (as in the golden episodes): search the instruction, page to the
-//! goal product (up to five pages), open it, choose the goal options, buy. Its episodes serve as
-//! demonstrations for an SFT warm start.
+//! Scripted WebShop experts. [`expert_plan`] is the reference's (as in the golden episodes):
+//! search the instruction, page to the goal product (up to five pages), open it, choose the goal
+//! options, buy. [`fitting_plan`] buys the first search result that scores 1.0 instead, which
+//! is what the demonstrations for an SFT warm start use.
 
 use std::sync::Arc;
 
@@ -8,74 +9,95 @@ use envrl::{Demonstration, Observation, Tokenizer, record_demonstration};
 
 use crate::webshop::engine::{RESULTS_PER_PAGE, WebShopData};
 use crate::webshop::env::{WebShop, split_webshop_task};
-use crate::webshop::goals::Goal;
+use crate::webshop::goals::{Goal, GoalSet};
 use crate::webshop::prompt::WebShopPrompt;
+use crate::webshop::reward::reward;
 
-/// The expert's actions for `goal`: the goal product is looked up in the instruction's search
-/// results; when it is not among them the expert buys the first result.
+/// The reference expert's actions for `goal`: the goal product is looked up in the
+/// instruction's search results; when it is not among them the expert buys the first result.
 pub fn expert_plan(data: &WebShopData, goal: &Goal) -> Vec<String> {
-    let query = goal.instruction_text.to_lowercase();
+    let query = search_query(goal);
     let ranked = data.index.ranked(&query);
-    let mut plan = vec![format!("search[{query}]")];
     let position = ranked
         .iter()
         .position(|&(doc, _)| data.catalog.products[doc].asin == goal.asin);
-    let (doc, buy_options) = match position {
-        Some(p) => (ranked[p].0, true),
+    match position {
+        Some(p) => purchase(data, &query, p, ranked[p].0, goal_options(goal)),
         None => match ranked.first() {
-            Some(&(doc, _)) => (doc, false),
-            None => return plan,
+            Some(&(doc, _)) => purchase(data, &query, 0, doc, Vec::new()),
+            None => vec![format!("search[{query}]")],
         },
+    }
+}
+
+/// A demonstrator's actions for goal `goal` of `goals`: search the instruction, open the first
+/// result that scores exactly 1.0 when bought with the goal's options it offers (at the
+/// environment's price), choose those options, buy. Any such product wins the episode, and the
+/// first one is usually on the first page (on the generated catalog the first result fits in
+/// 43 % of the goals, the goal product is the first result in 21 %), so a small model learns a
+/// policy it can follow. Falls back to [`expert_plan`] when no result fits.
+pub fn fitting_plan(data: &WebShopData, goals: &GoalSet, goal: usize) -> Vec<String> {
+    let Some(g) = goals.goals.get(goal) else {
+        return Vec::new();
     };
-    let page = position.unwrap_or(0) / RESULTS_PER_PAGE;
-    plan.extend(std::iter::repeat_n("click[next >]".to_string(), page));
+    let query = search_query(g);
+    let ranked = data.index.ranked(&query);
+    for (position, &(doc, _)) in ranked.iter().enumerate() {
+        let product = &data.catalog.products[doc];
+        let options: Vec<(String, String)> = g
+            .goal_options
+            .iter()
+            .filter_map(|(_, value)| {
+                product
+                    .options
+                    .iter()
+                    .find(|(_, values)| values.contains(value))
+                    .map(|(group, _)| (group.clone(), value.clone()))
+            })
+            .collect();
+        let price = goals.prices.get(&product.asin).copied().unwrap_or(100.0);
+        if reward(g, product, &options, price, &data.catalog.title_nouns).reward == 1.0 {
+            let values = options.into_iter().map(|(_, value)| value).collect();
+            return purchase(data, &query, position, doc, values);
+        }
+    }
+    expert_plan(data, g)
+}
+
+/// The query both experts search: the instruction, lowercased.
+fn search_query(goal: &Goal) -> String {
+    goal.instruction_text.to_lowercase()
+}
+
+/// The goal's option values, in the goal's order.
+fn goal_options(goal: &Goal) -> Vec<String> {
+    goal.goal_options.iter().map(|(_, v)| v.clone()).collect()
+}
+
+/// Search `query`, page to result `position`, open product `doc`, click each option, buy.
+fn purchase(
+    data: &WebShopData,
+    query: &str,
+    position: usize,
+    doc: usize,
+    options: Vec<String>,
+) -> Vec<String> {
+    let mut plan = vec![format!("search[{query}]")];
+    plan.extend(std::iter::repeat_n(
+        "click[next >]".to_string(),
+        position / RESULTS_PER_PAGE,
+    ));
     plan.push(format!(
         "click[{}]",
         data.catalog.products[doc].asin.to_lowercase()
     ));
-    if buy_options {
-        for (_, value) in &goal.goal_options {
-            plan.push(format!("click[{value}]"));
-        }
-    }
+    plan.extend(options.into_iter().map(|value| format!("click[{value}]")));
     plan.push("click[buy now]".into());
     plan
 }
 
-/// The expert's response for `action`: a short rationale in `<think>` tags and the action in
-/// `<action>` tags, the format the WebShop projection accepts as valid. The rationale does not
-/// repeat the instruction: a search already copies it once, and a response must fit the
-/// rollout's `max_new_tokens`.
-pub fn expert_response(_observation: &Observation, action: &str) -> String {
-    let why = if action.starts_with("search[") {
-        "I search for the item I need."
-    } else if action == "click[buy now]" {
-        "The options match, so I buy it."
-    } else if action == "click[next >]" {
-        "The item is not on this page."
-    } else if is_product_click(action) {
-        "This product matches the instruction."
-    } else {
-        "I choose the option the instruction asks for."
-    };
-    format!("<think>{why}</think><action>{action}</action>")
-}
-
-/// A click on a product's ASIN: ten letters and digits (`b07…` in the real catalog, `g000…` in
-/// the generated one).
-fn is_product_click(action: &str) -> bool {
-    action
-        .strip_prefix("click[")
-        .and_then(|a| a.strip_suffix(']'))
-        .is_some_and(|asin| {
-            asin.len() == 10
-                && asin.chars().all(|c| c.is_ascii_alphanumeric())
-                && asin.chars().any(|c| c.is_ascii_digit())
-        })
-}
-
-/// Records the expert on each task (see [`crate::webshop::webshop_task`]) in the verl-agent
-/// prompt format, for behaviour cloning.
+/// Records [`fitting_plan`] on each task (see [`crate::webshop::webshop_task`]) in `prompt`'s
+/// format and with its expert replies, for behaviour cloning.
 pub fn expert_demonstrations(
     data: &Arc<WebShopData>,
     tasks: impl IntoIterator<Item = u64>,
@@ -89,11 +111,7 @@ pub fn expert_demonstrations(
         .map(|task| {
             let (seed, goal) = split_webshop_task(task);
             let goals = data.goals(seed as i64);
-            let plan = goals
-                .goals
-                .get(goal as usize)
-                .map(|g| expert_plan(data, g))
-                .unwrap_or_default();
+            let plan = fitting_plan(data, &goals, goal as usize);
             let mut expert = |_: &Observation, t: usize| plan.get(t).cloned();
             record_demonstration(
                 &mut env,
@@ -102,30 +120,8 @@ pub fn expert_demonstrations(
                 prompt,
                 tokenizer,
                 &mut expert,
-                &expert_response,
+                &|_, action| prompt.expert_response(action),
             )
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn replies_are_short_and_name_the_step() {
-        let obs = Observation::default();
-        let reply = |a: &str| expert_response(&obs, a);
-        assert_eq!(
-            reply("search[red shoes]"),
-            "<think>I search for the item I need.</think><action>search[red shoes]</action>"
-        );
-        for product in ["click[b07xyz1234]", "click[g000000221]"] {
-            assert!(reply(product).contains("This product matches"), "{product}");
-        }
-        for option in ["click[xx-large]", "click[navy]", "click[9]"] {
-            assert!(reply(option).contains("I choose the option"), "{option}");
-        }
-        assert!(reply("click[buy now]").contains("I buy it"));
-    }
 }

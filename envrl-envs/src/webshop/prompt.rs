@@ -1,10 +1,13 @@
 //! verl-agent's WebShop prompt, observation formatting and projection, byte for byte
 //! (WEBSHOP.md §8.3–8.5): the templates keep their trailing spaces and U+2011 in "e‑commerce".
+//! A compact style for small from-scratch models carries the task, the recent actions, the page
+//! and the admissible actions in lowercase without the instructions.
 
 use envrl::{ActionParser, HistoryEntry, Observation, ParsedAction, PromptBuilder};
 
 use crate::history::recent_history;
 use crate::projection::think_action_projection;
+use crate::prompt_style::PromptStyle;
 use crate::webshop::engine::AvailableActions;
 
 /// The first-step template.
@@ -42,22 +45,96 @@ pub fn admissible_actions(available: &AvailableActions) -> Vec<String> {
         .collect()
 }
 
-/// Builds the verl-agent WebShop prompt with a memory of the last `history_length` steps. The
+/// Builds the WebShop prompt with a memory of the last `history_length` steps. The
 /// observation's `text` is the formatted page and `admissible` the action strings.
 #[derive(Debug, Clone, Copy)]
 pub struct WebShopPrompt {
     /// Remembered steps shown. Default 2.
     pub history_length: usize,
+    /// The wording. Default verl-agent's.
+    pub style: PromptStyle,
 }
 
 impl Default for WebShopPrompt {
     fn default() -> Self {
-        Self { history_length: 2 }
+        Self {
+            history_length: 2,
+            style: PromptStyle::VerlAgent,
+        }
     }
+}
+
+impl WebShopPrompt {
+    /// The prompt in `style` with the default memory.
+    pub fn with_style(style: PromptStyle) -> Self {
+        Self {
+            style,
+            ..Self::default()
+        }
+    }
+
+    /// The expert's reply for `action` in this style: the action in `<action>` tags after a
+    /// `<think>` part, the format the WebShop projection accepts as valid. verl-agent's has a
+    /// short rationale that does not repeat the instruction (a search already copies it once,
+    /// and a reply must fit the rollout's `max_new_tokens`); the compact style's is empty.
+    pub fn expert_response(&self, action: &str) -> String {
+        let why = match self.style {
+            PromptStyle::Compact => "",
+            PromptStyle::VerlAgent if action.starts_with("search[") => {
+                "I search for the item I need."
+            }
+            PromptStyle::VerlAgent if action == "click[buy now]" => {
+                "The options match, so I buy it."
+            }
+            PromptStyle::VerlAgent if action == "click[next >]" => "The item is not on this page.",
+            PromptStyle::VerlAgent if is_product_click(action) => {
+                "This product matches the instruction."
+            }
+            PromptStyle::VerlAgent => "I choose the option the instruction asks for.",
+        };
+        format!("<think>{why}</think><action>{action}</action>")
+    }
+
+    /// `Task:` (the instruction), `Did:` (the last actions), `Now:` (the page's parts joined by
+    /// ` | `) and `Actions:`, all lowercase, so that the search query and the product ids are
+    /// the same words in the prompt as in the reply.
+    fn build_compact(&self, observation: &Observation, history: &[HistoryEntry]) -> String {
+        let mut text = format!("Task: {}\n", observation.task.to_lowercase());
+        let start = history.len().saturating_sub(self.history_length);
+        if start < history.len() {
+            let did: Vec<&str> = history[start..].iter().map(|h| h.action.as_str()).collect();
+            text.push_str(&format!("Did: {}\n", did.join(" | ")));
+        }
+        let page = observation.text.replace("' [SEP] '", " | ");
+        let page = page.strip_prefix('\'').unwrap_or(&page);
+        let page = page.strip_suffix('\'').unwrap_or(page);
+        text.push_str(&format!(
+            "Now: {}\nActions: {}\n",
+            page.to_lowercase(),
+            observation.admissible.join(" | ")
+        ));
+        text
+    }
+}
+
+/// A click on a product's ASIN: ten letters and digits (`b07…` in the real catalog, `g000…` in
+/// the generated one).
+fn is_product_click(action: &str) -> bool {
+    action
+        .strip_prefix("click[")
+        .and_then(|a| a.strip_suffix(']'))
+        .is_some_and(|asin| {
+            asin.len() == 10
+                && asin.chars().all(|c| c.is_ascii_alphanumeric())
+                && asin.chars().any(|c| c.is_ascii_digit())
+        })
 }
 
 impl PromptBuilder for WebShopPrompt {
     fn build(&self, observation: &Observation, history: &[HistoryEntry], t: usize) -> String {
+        if self.style == PromptStyle::Compact {
+            return self.build_compact(observation, history);
+        }
         let actions = observation
             .admissible
             .iter()
@@ -97,5 +174,64 @@ pub struct WebShopProjection;
 impl ActionParser for WebShopProjection {
     fn parse(&self, response: &str, _admissible: &[String]) -> ParsedAction {
         think_action_projection(response, 20)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verl_agent_replies_are_short_and_name_the_step() {
+        let reply = |a: &str| WebShopPrompt::default().expert_response(a);
+        assert_eq!(
+            reply("search[red shoes]"),
+            "<think>I search for the item I need.</think><action>search[red shoes]</action>"
+        );
+        for product in ["click[b07xyz1234]", "click[g000000221]"] {
+            assert!(reply(product).contains("This product matches"), "{product}");
+        }
+        for option in ["click[xx-large]", "click[navy]", "click[9]"] {
+            assert!(reply(option).contains("I choose the option"), "{option}");
+        }
+        assert!(reply("click[buy now]").contains("I buy it"));
+    }
+
+    #[test]
+    fn compact_prompt_is_lowercase_with_the_recent_actions() {
+        let prompt = WebShopPrompt::with_style(PromptStyle::Compact);
+        let observation = Observation {
+            task: "Find me Navy shoes".into(),
+            text: "'Back to Search' [SEP] 'G000000221' [SEP] 'Navy Shoe' [SEP] '$9.5'".into(),
+            admissible: vec!["click[back to search]".into(), "click[g000000221]".into()],
+        };
+        let h = |a: &str| HistoryEntry {
+            observation: "page".into(),
+            action: a.into(),
+        };
+        let history = [
+            h("click[next >]"),
+            h("search[find me navy shoes]"),
+            h("click[< prev]"),
+        ];
+        assert_eq!(
+            prompt.build(&observation, &history, 3),
+            "Task: find me navy shoes\nDid: search[find me navy shoes] | click[< prev]\n\
+             Now: back to search | g000000221 | navy shoe | $9.5\n\
+             Actions: click[back to search] | click[g000000221]\n"
+        );
+        assert!(
+            prompt
+                .build(&observation, &[], 0)
+                .starts_with("Task: find me navy shoes\nNow: ")
+        );
+        let reply = prompt.expert_response("click[g000000221]");
+        assert_eq!(
+            WebShopProjection.parse(&reply, &[]),
+            ParsedAction {
+                action: "click[g000000221]".into(),
+                valid: true
+            }
+        );
     }
 }

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, bail};
 use envrl::TrainerConfig;
 use envrl_algos::{AlgorithmConfig, AuxConfig, ClippedPgConfig, LmConfig};
-use envrl_envs::alfworld::PromptStyle;
+use envrl_envs::PromptStyle;
 use serde::{Deserialize, Serialize};
 
 /// The environments `envrl train` knows.
@@ -122,6 +122,26 @@ impl Default for TasksConfig {
     }
 }
 
+/// LoRA fine-tuning: trainable low-rank adapters on the attention and MLP projections, every
+/// other parameter frozen (`CausalLm::with_lora`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoraConfig {
+    /// Adapter rank; 0 (the default) trains every parameter.
+    pub rank: usize,
+    /// Scaling numerator: an adapted weight is `W + alpha / rank · A·B`.
+    pub alpha: f64,
+}
+
+impl Default for LoraConfig {
+    fn default() -> Self {
+        Self {
+            rank: 0,
+            alpha: 16.0,
+        }
+    }
+}
+
 /// Everything a run needs; written to `config.toml` in the run directory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -130,13 +150,16 @@ pub struct RunConfig {
     pub env: String,
     /// The model: `tiny` (from scratch), a `.gguf` file or a Hugging Face model directory.
     pub model: String,
-    /// The ALFWorld prompt's wording: `verl-agent` (the paper's templates, the default) or
-    /// `compact` (the same facts in ~40 % of the tokens, for the from-scratch model).
+    /// The ALFWorld or WebShop prompt's wording: `verl-agent` (the paper's templates, the
+    /// default) or `compact` (the same facts in fewer tokens, for the from-scratch model).
     #[serde(default = "default_prompt")]
     pub prompt: String,
     /// Sizes of the tiny model.
     #[serde(default)]
     pub tiny: TinyModelConfig,
+    /// LoRA adapters instead of full fine-tuning.
+    #[serde(default)]
+    pub lora: LoraConfig,
     /// The warm start.
     #[serde(default)]
     pub warmup: WarmupConfig,
@@ -178,18 +201,8 @@ impl RunConfig {
         trainer.eval_sampling.max_new_tokens = 32;
         let mut warmup = WarmupConfig::default();
         let mut prompt = PromptStyle::VerlAgent;
-        let tasks: TasksConfig;
+        let mut tasks: TasksConfig;
         match env {
-            "webshop" => {
-                trainer.max_steps = 15;
-                trainer.sampling.max_new_tokens = 64;
-                trainer.eval_sampling.max_new_tokens = 64;
-                tasks = TasksConfig {
-                    train: 400,
-                    eval: 64,
-                    types: Vec::new(),
-                };
-            }
             "keydoor" => {
                 trainer.max_steps = 12;
                 trainer.iterations = 30;
@@ -209,11 +222,11 @@ impl RunConfig {
                 };
             }
             _ => {
-                // ALFWorld: `pick` games (the other five types need more skills each), the
-                // compact prompt, a warm start on many different games that also predicts the
-                // prompts (which teaches the small model to copy names and numbers from the
-                // observation and the admissible list), then GRPO at a lower learning rate.
-                // ~15 min on 2 cores (docs/results.md).
+                // ALFWorld and WebShop: the compact prompt, a warm start on many different
+                // tasks that also predicts the prompts (which teaches the small model to copy
+                // names and numbers from the observation and the admissible list), then GRPO
+                // at a lower learning rate. ALFWorld plays `pick` games (the other five types
+                // need more skills each). ~15 min on 2 cores (docs/results.md).
                 prompt = PromptStyle::Compact;
                 warmup = WarmupConfig {
                     episodes: 1500,
@@ -231,6 +244,12 @@ impl RunConfig {
                 trainer.eval_every = 4;
                 trainer.eval_episodes = 40;
                 trainer.checkpoint_every = 4;
+                if env == "webshop" {
+                    tasks.types.clear();
+                    trainer.max_steps = 15;
+                    trainer.sampling.max_new_tokens = 64;
+                    trainer.eval_sampling.max_new_tokens = 64;
+                }
             }
         }
         Ok(Self {
@@ -238,6 +257,7 @@ impl RunConfig {
             model: "tiny".into(),
             prompt: prompt.name().into(),
             tiny: TinyModelConfig::default(),
+            lora: LoraConfig::default(),
             warmup,
             tasks,
             trainer,
@@ -327,10 +347,10 @@ impl RunConfig {
         Ok(config)
     }
 
-    /// Undoes what `cpu-tiny` narrows for its from-scratch model on ALFWorld: a pretrained
-    /// model plays all six task types and reads the paper's prompt.
+    /// Undoes what `cpu-tiny` narrows for its from-scratch model: a pretrained model plays all
+    /// six ALFWorld task types and reads the paper's prompt.
     fn for_pretrained_model(mut self) -> Self {
-        if self.env == "alfworld" {
+        if self.env != "keydoor" {
             self.tasks = TasksConfig::default();
             self.prompt = default_prompt();
         }
@@ -371,11 +391,17 @@ impl RunConfig {
             &self.prompt,
             &PromptStyle::ALL.map(PromptStyle::name),
         )?;
-        if self.prompt != default_prompt() && self.env != "alfworld" {
+        if self.prompt != default_prompt() && self.env == "keydoor" {
             bail!(
-                "prompt `{}` is for alfworld only; {} has one prompt",
+                "prompt `{}` is for alfworld and webshop; {} has one prompt",
                 self.prompt,
                 self.env
+            );
+        }
+        if self.lora.rank > 0 && !(self.lora.alpha.is_finite() && self.lora.alpha > 0.0) {
+            bail!(
+                "lora.alpha must be a positive number, got {}",
+                self.lora.alpha
             );
         }
         self.trainer.validate()?;
@@ -498,20 +524,26 @@ mod tests {
     }
 
     #[test]
-    fn only_the_from_scratch_alfworld_preset_narrows_the_task_types_and_the_prompt() {
+    fn only_the_from_scratch_presets_narrow_the_task_types_and_the_prompt() {
         let tiny = RunConfig::cpu_tiny("alfworld").unwrap();
         assert_eq!(tiny.tasks.types, ["pick"]);
         assert_eq!(tiny.prompt, "compact");
-        for preset in ["smollm2-135m", "paper-1.5b"] {
-            let config = RunConfig::preset(preset, "alfworld").unwrap();
-            assert!(config.tasks.types.is_empty(), "{preset}");
-            assert_eq!(config.prompt, "verl-agent", "{preset}");
+        assert_eq!(RunConfig::cpu_tiny("webshop").unwrap().prompt, "compact");
+        for env in ["alfworld", "webshop"] {
+            for preset in ["smollm2-135m", "paper-1.5b"] {
+                let config = RunConfig::preset(preset, env).unwrap();
+                assert!(config.tasks.types.is_empty(), "{preset}");
+                assert_eq!(config.prompt, "verl-agent", "{preset} {env}");
+            }
         }
-        let err = RunConfig::cpu_tiny("webshop")
+        let err = RunConfig::cpu_tiny("keydoor")
             .unwrap()
             .with_overrides(&["prompt=compact".into()])
             .unwrap_err();
-        assert!(format!("{err:#}").contains("alfworld only"), "{err:#}");
+        assert!(
+            format!("{err:#}").contains("alfworld and webshop"),
+            "{err:#}"
+        );
         let err = RunConfig::cpu_tiny("alfworld")
             .unwrap()
             .with_overrides(&["prompt=short".into()])

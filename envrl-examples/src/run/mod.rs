@@ -279,6 +279,16 @@ fn train_with<E: Environment + 'static>(
     say(format!("tasks: {}", setup.source));
     let device = options.device.clone().autodiff();
     let (tokenizer, mut model) = load_model(config, &setup, dir, &device)?;
+    if config.lora.rank > 0 {
+        let total = model.num_params();
+        model = model.with_lora(config.lora.rank, config.lora.alpha, config.trainer.seed);
+        let adapters = model.adapter_parameters();
+        say(format!(
+            "LoRA: rank {}, {adapters} trainable adapter parameters ({:.2} % of {total})",
+            config.lora.rank,
+            100.0 * adapters as f64 / total as f64
+        ));
+    }
 
     if let (None, Some(from)) = (&resume_from, &config.warmup.from) {
         let path = from.join(WARM_START_FILE);

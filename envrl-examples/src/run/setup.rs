@@ -5,9 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use envrl::{ActionParser, Demonstration, Environment, PromptBuilder, ScoreRow, Tokenizer};
+use envrl_envs::PromptStyle;
 use envrl_envs::alfworld::{
-    AlfWorld, AlfworldData, AlfworldProjection, AlfworldPrompt, Game, GameGenerator, PromptStyle,
-    Split, TaskType, search_demonstrations,
+    AlfWorld, AlfworldData, AlfworldProjection, AlfworldPrompt, Game, GameGenerator, Split,
+    TaskType, search_demonstrations,
 };
 use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
 use envrl_envs::webshop::{
@@ -109,9 +110,7 @@ pub fn alfworld(config: &RunConfig) -> Result<EnvSetup<AlfWorld>> {
     let env_games = games.clone();
     let demo_games = games.clone();
     let label_games = games.clone();
-    let style = PromptStyle::from_name(&config.prompt)
-        .with_context(|| format!("unknown ALFWorld prompt `{}`", config.prompt))?;
-    let prompt = AlfworldPrompt::with_style(style);
+    let prompt = AlfworldPrompt::with_style(prompt_style(config)?);
     Ok(EnvSetup {
         environment: "ALFRED household".into(),
         prompt: Box::new(prompt),
@@ -138,6 +137,12 @@ pub fn alfworld(config: &RunConfig) -> Result<EnvSetup<AlfWorld>> {
         scores: None,
         source,
     })
+}
+
+/// The config's prompt style.
+fn prompt_style(config: &RunConfig) -> Result<PromptStyle> {
+    PromptStyle::from_name(&config.prompt)
+        .with_context(|| format!("unknown prompt `{}`", config.prompt))
 }
 
 /// WebShop: `WEBSHOP_DATA` if set, else the generated catalog; train on goals from 500 of the
@@ -167,7 +172,7 @@ pub fn webshop(config: &RunConfig) -> Result<EnvSetup<WebShop>> {
     let demo_tasks = train_tasks.clone();
     let label_data = data.clone();
     let max_steps = config.trainer.max_steps;
-    let prompt = WebShopPrompt::default();
+    let prompt = WebShopPrompt::with_style(prompt_style(config)?);
     let source = if from_env {
         "WEBSHOP_DATA".to_string()
     } else {

@@ -1,0 +1,133 @@
+//! LoRA fine-tuning of [`CausalLm`]: trainable low-rank adapters on the projection weights,
+//! everything else frozen (Burn's `Module::apply_lora`).
+
+use burn::module::{Lora, Module, ParamGroup};
+use burn::nn::Linear;
+
+use crate::lm::CausalLm;
+
+/// The parameter paths that get adapters: the attention and MLP projections' weights.
+const ADAPTED: &str = "_proj.weight";
+
+impl CausalLm {
+    /// Freezes every parameter and attaches LoRA adapters of `rank` (scale `alpha / rank`) to
+    /// the attention and MLP projections (`q/k/v/o_proj`, `gate/up/down_proj`); embeddings,
+    /// norms, biases and the output layer stay frozen. Only the adapters are trained, so the
+    /// optimizer keeps moments for a small fraction of the parameters (see
+    /// [`CausalLm::adapter_parameters`]). Each adapter's `B` factor starts at zero, so the model
+    /// computes the same function until it is trained; `A` ~ N(0, 1/rank²) comes from the
+    /// device's generator seeded with `seed` (the same seed gives the same adapters on a given
+    /// backend). A model with adapters loads and saves records of the same shape, so a run's
+    /// checkpoints resume only with the same LoRA settings.
+    pub fn with_lora(self, rank: usize, alpha: f64, seed: u64) -> Self {
+        self.device().seed(seed);
+        self.apply_lora(Lora::new(rank, alpha).set_param_group(ParamGroup::from_predicate(ADAPTED)))
+    }
+
+    /// The number of adapter parameters (0 without LoRA).
+    pub fn adapter_parameters(&self) -> usize {
+        self.projections()
+            .filter_map(|linear| linear.weight.adapter())
+            .map(|adapter| {
+                adapter.a.lazy_shape().num_elements() + adapter.b.lazy_shape().num_elements()
+            })
+            .sum()
+    }
+
+    /// Every attention and MLP projection, layer by layer.
+    fn projections(&self) -> impl Iterator<Item = &Linear> {
+        self.model.layers.iter().flat_map(|layer| {
+            let (a, m) = (&layer.self_attn, &layer.mlp);
+            [
+                &a.q_proj,
+                &a.k_proj,
+                &a.v_proj,
+                &a.o_proj,
+                &m.gate_proj,
+                &m.up_proj,
+                &m.down_proj,
+            ]
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::module::Module;
+    use burn::tensor::Device;
+    use envrl::{BehaviourCloning, Policy, ScoreRow};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use crate::lm::LmConfig;
+
+    fn rows() -> Vec<ScoreRow> {
+        (0..4u32)
+            .map(|i| ScoreRow {
+                context: vec![1 + i, 2, 3 + i],
+                target: vec![4 + i, 5, 6],
+            })
+            .collect()
+    }
+
+    fn weights(model: &crate::lm::CausalLm) -> Vec<f32> {
+        let layer = &model.model.layers[0];
+        [
+            layer.self_attn.q_proj.weight.val(),
+            model.model.embed_tokens.val(),
+        ]
+        .into_iter()
+        .flat_map(|t| t.into_data().try_to_vec::<f32>().unwrap())
+        .collect()
+    }
+
+    #[test]
+    fn adapters_start_as_the_identity_and_are_all_that_trains() {
+        let config = LmConfig::tiny(40);
+        let device = Device::flex().autodiff();
+        let model = config.init(&device, 3).unwrap();
+        let before = model.score(&rows(), false).logprobs.into_data();
+        let lora = model.clone().with_lora(4, 8.0, 0);
+        // 7 projections per layer, each with rank × (d_in + d_out) adapter parameters.
+        let expected: usize = lora
+            .projections()
+            .map(|l| {
+                let [d_in, d_out] = l.weight.lazy_shape().dims();
+                4 * (d_in + d_out)
+            })
+            .sum();
+        assert_eq!(lora.adapter_parameters(), expected);
+        assert_eq!(model.adapter_parameters(), 0);
+        assert!(expected < model.num_params() / 2, "{expected}");
+        // B = 0: the same function as the base model.
+        let after = lora.score(&rows(), false).logprobs.into_data();
+        after.assert_approx_eq::<f32>(&before, Default::default());
+
+        let bc = BehaviourCloning {
+            steps: 3,
+            batch_size: 4,
+            learning_rate: 1e-2,
+            max_grad_norm: 1.0,
+            context_weight: 0.0,
+        };
+        let (trained, losses) = bc.train(lora, &rows(), &mut ChaCha8Rng::seed_from_u64(0));
+        assert!(losses[2] < losses[0], "{losses:?}");
+        // The adapted weight moved; the frozen embedding did not.
+        let (w0, w1) = (weights(&model), weights(&trained));
+        let n_q = model.model.layers[0]
+            .self_attn
+            .q_proj
+            .weight
+            .lazy_shape()
+            .num_elements();
+        assert!(
+            w0[..n_q] != w1[..n_q],
+            "the adapted projection did not change"
+        );
+        assert_eq!(w0[n_q..], w1[n_q..], "the frozen embedding changed");
+        // A record of the adapted model loads back into a model with the same adapters.
+        let record = trained.clone().into_record();
+        let reloaded = model.with_lora(4, 8.0, 1).try_load_record(record).unwrap();
+        assert_eq!(weights(&reloaded), w1);
+    }
+}

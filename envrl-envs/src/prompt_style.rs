@@ -1,0 +1,46 @@
+//! How a prompt is worded: the paper's templates or a compact form for small models.
+
+/// The wording of a prompt (ALFWorld, WebShop) and of the expert's replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PromptStyle {
+    /// verl-agent's templates, byte for byte (the paper's setting); the expert's reply gives a
+    /// one-sentence rationale.
+    #[default]
+    VerlAgent,
+    /// The same facts without the instructions, for small from-scratch models that cannot use
+    /// them: `Task:`, the remembered steps, `Now:` and the admissible actions joined by ` | `;
+    /// the expert's reply leaves `<think></think>` empty. About 40 % of the verl-agent prompt's
+    /// tokens, which is most of a warm start's and a rollout's cost.
+    Compact,
+}
+
+impl PromptStyle {
+    /// Every style.
+    pub const ALL: [PromptStyle; 2] = [Self::VerlAgent, Self::Compact];
+
+    /// The style's name in configs: `verl-agent` or `compact`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::VerlAgent => "verl-agent",
+            Self::Compact => "compact",
+        }
+    }
+
+    /// The style named `name` (see [`PromptStyle::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn style_names_round_trip() {
+        for style in PromptStyle::ALL {
+            assert_eq!(PromptStyle::from_name(style.name()), Some(style));
+        }
+        assert_eq!(PromptStyle::from_name("chatml"), None);
+    }
+}
