@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use burn::module::Module;
 use burn::tensor::Device;
 use envrl::{BehaviourCloning, SamplingParams, ScoreRow};
 use envrl_algos::{CausalLm, LmConfig, Pretrained};
@@ -256,8 +257,10 @@ pub struct TrainBench {
     pub seq: usize,
     /// Timed steps (after one warm-up step).
     pub steps: usize,
-    /// The Python interpreter for the PyTorch column.
+    /// The Python interpreter for the PyTorch column (full fine-tuning; none with LoRA).
     pub python: Option<PathBuf>,
+    /// LoRA adapters of this rank (alpha 2 × rank) instead of full fine-tuning; 0 for none.
+    pub lora_rank: usize,
 }
 
 /// The Hugging Face `config.json` of a model config (what the PyTorch side builds).
@@ -292,6 +295,11 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
         let p = Pretrained::load(&bench.model, &device)?;
         (p.model, p.config)
     };
+    let base_params = model.num_params();
+    let model = match bench.lora_rank {
+        0 => model,
+        rank => model.with_lora(rank, 2.0 * rank as f64, 0),
+    };
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let rows: Vec<ScoreRow> = (0..bench.batch)
         .map(|_| {
@@ -309,13 +317,14 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
         max_grad_norm: 1.0,
         context_weight: 0.0,
     };
+    let adapters = model.adapter_parameters();
     let (model, _) = bc(1).train(model, &rows, &mut rng); // warm-up
     let ours = timed(bench.batch * bench.seq * bench.steps, || {
         let _ = bc(bench.steps).train(model, &rows, &mut rng);
     });
 
     let reference = match &bench.python {
-        Some(python) => {
+        Some(python) if bench.lora_rank == 0 => {
             let file = tempfile::NamedTempFile::new()?;
             std::fs::write(file.path(), hf_config(&config).to_string())?;
             let result = run_python(
@@ -336,7 +345,7 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
             )?;
             Timing::from_json(&result["train"])
         }
-        None => None,
+        _ => None,
     };
     println!(
         "model: {} (vocab {}, {} layers, width {}); batch {} × {} tokens, {} steps",
@@ -349,6 +358,12 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
         bench.steps
     );
     header(threads);
-    row("training (forward, backward, AdamW)", ours, reference);
+    let label = match bench.lora_rank {
+        0 => "training (forward, backward, AdamW)".to_string(),
+        rank => format!(
+            "training with LoRA rank {rank} ({adapters} of {base_params} parameters)"
+        ),
+    };
+    row(&label, ours, reference);
     Ok(())
 }

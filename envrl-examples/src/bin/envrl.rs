@@ -170,9 +170,12 @@ enum BenchWhat {
         /// Timed steps.
         #[arg(long, default_value_t = 5)]
         steps: usize,
-        /// A Python with torch and transformers: adds the PyTorch column.
+        /// A Python with torch and transformers: adds the PyTorch column (full fine-tuning only).
         #[arg(long)]
         python: Option<PathBuf>,
+        /// Train LoRA adapters of this rank (alpha = 2 × rank) instead of every parameter.
+        #[arg(long, default_value_t = 0)]
+        lora_rank: usize,
     },
     /// ALFWorld engine: steps/s, reset and load times over valid_unseen.
     Alfworld {
@@ -522,6 +525,7 @@ fn main() -> Result<()> {
                     seq,
                     steps,
                     python,
+                    lora_rank,
                 },
         } => envrl_examples::bench::bench_train(&envrl_examples::bench::TrainBench {
             model,
@@ -530,6 +534,7 @@ fn main() -> Result<()> {
             seq,
             steps,
             python,
+            lora_rank,
         })?,
     }
     Ok(())
