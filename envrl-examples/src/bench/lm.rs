@@ -261,6 +261,8 @@ pub struct TrainBench {
     pub python: Option<PathBuf>,
     /// LoRA adapters of this rank (alpha 2 × rank) instead of full fine-tuning; 0 for none.
     pub lora_rank: usize,
+    /// Balanced gradient checkpointing.
+    pub gradient_checkpointing: bool,
 }
 
 /// The Hugging Face `config.json` of a model config (what the PyTorch side builds).
@@ -287,7 +289,10 @@ fn hf_config(config: &LmConfig) -> serde_json::Value {
 /// When the model cannot be loaded or the PyTorch script fails.
 pub fn bench_train(bench: &TrainBench) -> Result<()> {
     let threads = rayon::current_num_threads();
-    let device = Device::flex().autodiff();
+    let mut device = Device::flex().autodiff();
+    if bench.gradient_checkpointing {
+        device = device.gradient_checkpointing();
+    }
     let (model, config): (CausalLm, LmConfig) = if bench.model == "tiny" {
         let config = LmConfig::tiny(bench.vocab);
         (config.init(&device, 0)?, config)
@@ -358,12 +363,13 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
         bench.steps
     );
     header(threads);
-    let label = match bench.lora_rank {
+    let mut label = match bench.lora_rank {
         0 => "training (forward, backward, AdamW)".to_string(),
-        rank => format!(
-            "training with LoRA rank {rank} ({adapters} of {base_params} parameters)"
-        ),
+        rank => format!("training with LoRA rank {rank} ({adapters} of {base_params} parameters)"),
     };
+    if bench.gradient_checkpointing {
+        label.push_str(", gradient checkpointing");
+    }
     row(&label, ours, reference);
     Ok(())
 }

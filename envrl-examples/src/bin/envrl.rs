@@ -176,6 +176,9 @@ enum BenchWhat {
         /// Train LoRA adapters of this rank (alpha = 2 × rank) instead of every parameter.
         #[arg(long, default_value_t = 0)]
         lora_rank: usize,
+        /// Recompute memory-bound activations in the backward pass.
+        #[arg(long)]
+        gradient_checkpointing: bool,
     },
     /// ALFWorld engine: steps/s, reset and load times over valid_unseen.
     Alfworld {
@@ -526,6 +529,7 @@ fn main() -> Result<()> {
                     steps,
                     python,
                     lora_rank,
+                    gradient_checkpointing,
                 },
         } => envrl_examples::bench::bench_train(&envrl_examples::bench::TrainBench {
             model,
@@ -535,6 +539,7 @@ fn main() -> Result<()> {
             steps,
             python,
             lora_rank,
+            gradient_checkpointing,
         })?,
     }
     Ok(())

@@ -160,6 +160,10 @@ pub struct RunConfig {
     /// LoRA adapters instead of full fine-tuning.
     #[serde(default)]
     pub lora: LoraConfig,
+    /// Recompute memory-bound activations in the backward pass instead of keeping them (Burn's
+    /// balanced gradient checkpointing): less memory, more compute, the same gradients.
+    #[serde(default)]
+    pub gradient_checkpointing: bool,
     /// The warm start.
     #[serde(default)]
     pub warmup: WarmupConfig,
@@ -258,6 +262,7 @@ impl RunConfig {
             prompt: prompt.name().into(),
             tiny: TinyModelConfig::default(),
             lora: LoraConfig::default(),
+            gradient_checkpointing: false,
             warmup,
             tasks,
             trainer,

@@ -277,7 +277,10 @@ fn train_with<E: Environment + 'static>(
         }
     };
     say(format!("tasks: {}", setup.source));
-    let device = options.device.clone().autodiff();
+    let mut device = options.device.clone().autodiff();
+    if config.gradient_checkpointing {
+        device = device.gradient_checkpointing();
+    }
     let (tokenizer, mut model) = load_model(config, &setup, dir, &device)?;
     if config.lora.rank > 0 {
         let total = model.num_params();
