@@ -8,8 +8,9 @@
 #   scripts/experiment.sh [ENV] [extra `envrl train` arguments...]
 #
 # Environment: SEEDS (default "0 1 2"), JOBS (runs at once, default 2; each then gets
-# ${THREADS:-1} rayon threads), OUT (default runs/experiment-ENV). ALFWORLD_DATA / WEBSHOP_DATA
-# select the real data sets as for `envrl train`.
+# ${THREADS:-1} rayon threads), OUT (default runs/experiment-ENV), BIN (an `envrl` binary to use
+# instead of building one: rebuilding while a grid runs would change the program of its later
+# runs). ALFWORLD_DATA / WEBSHOP_DATA select the real data sets as for `envrl train`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,8 +21,10 @@ JOBS=${JOBS:-2}
 OUT=${OUT:-runs/experiment-$ENV_NAME}
 export RAYON_NUM_THREADS=${THREADS:-1}
 
-cargo build --release -p envrl-examples --bin envrl
-BIN=${CARGO_TARGET_DIR:-target}/release/envrl
+if [[ -z ${BIN:-} ]]; then
+  cargo build --release -p envrl-examples --bin envrl
+  BIN=${CARGO_TARGET_DIR:-target}/release/envrl
+fi
 mkdir -p "$OUT"
 
 # xargs cannot pass arrays: the extra arguments travel as one quoted string.

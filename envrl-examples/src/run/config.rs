@@ -230,7 +230,8 @@ impl RunConfig {
                 // tasks that also predicts the prompts (which teaches the small model to copy
                 // names and numbers from the observation and the admissible list), then GRPO
                 // at a lower learning rate. ALFWorld plays `pick` games (the other five types
-                // need more skills each). ~15 min on 2 cores (docs/results.md).
+                // need more skills each). ~15 min (ALFWorld) and ~25 min (WebShop) on 2 cores
+                // (docs/results.md).
                 prompt = PromptStyle::Compact;
                 warmup = WarmupConfig {
                     episodes: 1500,
@@ -249,7 +250,12 @@ impl RunConfig {
                 trainer.eval_episodes = 40;
                 trainer.checkpoint_every = 4;
                 if env == "webshop" {
+                    // Episodes are short (~6 steps), so an iteration costs ~10 s and the warm
+                    // start dominates: more iterations for the same budget.
                     tasks.types.clear();
+                    trainer.iterations = 20;
+                    trainer.eval_every = 5;
+                    trainer.checkpoint_every = 5;
                     trainer.max_steps = 15;
                     trainer.sampling.max_new_tokens = 64;
                     trainer.eval_sampling.max_new_tokens = 64;
