@@ -76,6 +76,7 @@ fn smollm2_gguf_matches_the_reference_logits_and_greedy_tokens() {
     let params = SamplingParams {
         temperature: 0.0,
         top_p: 1.0,
+        top_k: 0,
         max_new_tokens: 24,
     };
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
@@ -137,6 +138,7 @@ fn smollm2_plays_alfworld_steps_zero_shot() {
     let params = SamplingParams {
         temperature: 0.0,
         top_p: 1.0,
+        top_k: 0,
         max_new_tokens: 16,
     };
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);

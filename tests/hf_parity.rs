@@ -100,6 +100,7 @@ fn check_reference(name: &str) {
     let params = SamplingParams {
         temperature: 0.0,
         top_p: 1.0,
+        top_k: 0,
         max_new_tokens: new_tokens,
     };
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);

@@ -22,6 +22,7 @@ fn cached_generation_logprobs_equal_full_sequence_scores() {
     let params = SamplingParams {
         temperature: 1.0,
         top_p: 1.0,
+        top_k: 0,
         max_new_tokens: 6,
     };
     let generations = model.generate(&prompts(), &[1], &params, &mut rng);
@@ -54,6 +55,7 @@ fn a_prompt_generates_the_same_alone_and_in_a_padded_batch() {
     let greedy = SamplingParams {
         temperature: 0.0,
         top_p: 1.0,
+        top_k: 0,
         max_new_tokens: 5,
     };
     let mut rng = ChaCha8Rng::seed_from_u64(0);
@@ -71,6 +73,7 @@ fn generation_stops_at_a_stop_token() {
     let greedy = SamplingParams {
         temperature: 0.0,
         top_p: 1.0,
+        top_k: 0,
         max_new_tokens: 8,
     };
     let mut rng = ChaCha8Rng::seed_from_u64(0);

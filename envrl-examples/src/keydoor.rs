@@ -61,11 +61,13 @@ impl KeyDoorSettings {
             sampling: envrl::SamplingParams {
                 temperature: 1.0,
                 top_p: 1.0,
+                top_k: 0,
                 max_new_tokens: 4,
             },
             eval_sampling: envrl::SamplingParams {
                 temperature: 1.0,
                 top_p: 1.0,
+                top_k: 0,
                 max_new_tokens: 4,
             },
             eval_every: 10,

@@ -1,10 +1,11 @@
 //! Batched generation with a KV cache over left-padded prompts.
 
 use envrl::{Generation, SamplingParams};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::lm::qwen2::TokenBatch;
-use crate::lm::{CausalLm, KvCache, sample_token};
+use crate::lm::{CausalLm, KvCache, sample_rows};
 
 impl CausalLm {
     /// Samples a response for each prompt in one batch: the prompts are left-padded, fed once,
@@ -53,24 +54,25 @@ impl CausalLm {
         let mut last = self.logits(hidden.narrow(1, width - 1, 1));
 
         for _ in 0..params.max_new_tokens {
-            let vocab = last.dims()[2];
-            let logits: Vec<f32> = last
-                .into_data()
-                .convert::<f32>()
-                .try_to_vec::<f32>()
-                .unwrap_or_default();
+            let [rows, _, vocab] = last.dims();
+            // One uniform number per row still generating, drawn in row order.
+            let uniforms: Vec<f32> = out
+                .iter()
+                .map(|g| {
+                    if !g.stopped && params.temperature > 0.0 {
+                        rng.random()
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let drawn = sample_rows(last.reshape([rows, vocab]), params, &uniforms);
             let mut step_ids = Vec::with_capacity(batch);
-            for (row, generation) in out.iter_mut().enumerate() {
+            for (generation, &(token, logprob)) in out.iter_mut().zip(&drawn) {
                 if generation.stopped {
                     step_ids.push(pad_id);
                     continue;
                 }
-                let (token, logprob) = sample_token(
-                    &logits[row * vocab..(row + 1) * vocab],
-                    params.temperature,
-                    params.top_p,
-                    rng,
-                );
                 generation.tokens.push(token);
                 generation.logprobs.push(logprob);
                 generation.stopped = stop_ids.contains(&token);

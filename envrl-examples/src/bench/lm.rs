@@ -165,6 +165,7 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     let params = SamplingParams {
         temperature: 0.0,
         top_p: 1.0,
+        top_k: 0,
         max_new_tokens: bench.new_tokens,
     };
     let mut generation = Vec::new();

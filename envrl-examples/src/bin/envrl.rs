@@ -231,6 +231,12 @@ enum LmWhat {
         /// 0 is greedy.
         #[arg(long, default_value_t = 0.0)]
         temperature: f32,
+        /// Nucleus mass (1 disables top-p).
+        #[arg(long, default_value_t = 1.0)]
+        top_p: f32,
+        /// Sample among the k most likely tokens (0 disables top-k).
+        #[arg(long, default_value_t = 0)]
+        top_k: usize,
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Wrap the prompt in the chat template.
@@ -448,6 +454,8 @@ fn main() -> Result<()> {
                     ids,
                     max_new_tokens,
                     temperature,
+                    top_p,
+                    top_k,
                     seed,
                     chat,
                 },
@@ -458,9 +466,14 @@ fn main() -> Result<()> {
                 (None, Some(ids)) => GenerateInput::Ids(ids),
                 (None, None) => anyhow::bail!("pass --prompt TEXT or --ids 1,2,3"),
             };
+            anyhow::ensure!(
+                top_p > 0.0 && top_p <= 1.0,
+                "--top-p must be in (0, 1], got {top_p}"
+            );
             let params = envrl::SamplingParams {
                 temperature,
-                top_p: 1.0,
+                top_p,
+                top_k,
                 max_new_tokens,
             };
             envrl_examples::lm::generate(

@@ -8,6 +8,10 @@ pub struct SamplingParams {
     pub temperature: f32,
     /// Nucleus probability mass; 1.0 disables top-p. Default 1.0.
     pub top_p: f32,
+    /// Sample among the `top_k` most likely tokens only (before top-p, as Hugging Face
+    /// does); 0 disables top-k. Default 0.
+    #[serde(default)]
+    pub top_k: usize,
     /// The most tokens generated per response.
     pub max_new_tokens: usize,
 }
@@ -17,6 +21,7 @@ impl Default for SamplingParams {
         Self {
             temperature: 1.0,
             top_p: 1.0,
+            top_k: 0,
             max_new_tokens: 512,
         }
     }
