@@ -559,19 +559,33 @@ fn the_replay_tool_writes_the_golden_episodes() {
     }
 }
 
-/// Mean reward and success of the expert on goals `0..n` of seed `seed`.
+/// A scripted expert: the actions for goal `index` of a seed's goals.
+type Plan =
+    fn(&envrl_envs::webshop::WebShopData, &envrl_envs::webshop::GoalSet, usize) -> Vec<String>;
+
+/// The reference expert as a [`Plan`].
+fn reference_plan(
+    data: &envrl_envs::webshop::WebShopData,
+    goals: &envrl_envs::webshop::GoalSet,
+    goal: usize,
+) -> Vec<String> {
+    envrl_envs::webshop::expert_plan(data, &goals.goals[goal])
+}
+
+/// Mean reward and success of `plan` on goals `0..n` of seed `seed`.
 fn expert_scores(
     data: &std::sync::Arc<envrl_envs::webshop::WebShopData>,
     seed: i64,
     n: usize,
+    plan: Plan,
 ) -> (f64, f64) {
-    use envrl_envs::webshop::{ObservationMode, WebShopEngine, expert_plan};
+    use envrl_envs::webshop::{ObservationMode, WebShopEngine};
     let mut engine = WebShopEngine::new(data.clone(), seed, ObservationMode::Text);
+    let goals = data.goals(seed);
     let (mut total, mut wins) = (0.0, 0);
     for goal in 0..n {
         engine.reset(Some(goal));
-        let plan = expert_plan(data, &engine.goals().goals[goal]);
-        for action in &plan {
+        for action in &plan(data, &goals, goal) {
             let result = engine.step(action);
             if result.done {
                 total += result.reward;
@@ -589,13 +603,16 @@ fn the_expert_scores_like_the_reference_expert_on_the_first_100_goals() {
         return;
     };
     let data = envrl_envs::webshop::WebShopData::from_catalog(catalog.clone());
-    let (mean, success) = expert_scores(&data, 1000, 100);
+    let (mean, success) = expert_scores(&data, 1000, 100, reference_plan);
     // meta_verl_seed1000.json: expert_first100_mean_reward 0.993142857142857, success 0.96.
     assert!(
         (mean - 0.993_142_857_142_857).abs() < 1e-12,
         "mean reward {mean}"
     );
     assert_eq!(success, 0.96);
+    // The demonstrator buys the first result that scores 1.0: it wins at least as often.
+    let (_, fitting) = expert_scores(&data, 1000, 100, envrl_envs::webshop::fitting_plan);
+    assert!(fitting >= success, "fitting_plan success {fitting}");
 }
 
 #[test]
@@ -614,9 +631,11 @@ fn the_generated_catalog_round_trips_through_the_official_files_and_is_playable(
     let data = WebShopData::from_catalog(built);
     let goals = data.goals(0);
     assert!(goals.goals.len() > 200, "{} goals", goals.goals.len());
-    let (mean, success) = expert_scores(&data, 0, 100);
+    let (mean, success) = expert_scores(&data, 0, 100, reference_plan);
     assert!(
         success > 0.5 && mean > 0.8,
         "expert mean {mean}, success {success}"
     );
+    let (_, fitting) = expert_scores(&data, 0, 100, envrl_envs::webshop::fitting_plan);
+    assert!(fitting >= success, "fitting_plan success {fitting}");
 }
