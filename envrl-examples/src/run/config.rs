@@ -230,7 +230,7 @@ impl RunConfig {
                 // tasks that also predicts the prompts (which teaches the small model to copy
                 // names and numbers from the observation and the admissible list), then GRPO
                 // at a lower learning rate. ALFWorld plays `pick` games (the other five types
-                // need more skills each). ~15 min (ALFWorld) and ~25 min (WebShop) on 2 cores
+                // need more skills each). ~15 min (ALFWorld) and ~30 min (WebShop) on 2 cores
                 // (docs/results.md).
                 prompt = PromptStyle::Compact;
                 warmup = WarmupConfig {
