@@ -205,7 +205,7 @@ impl RunConfig {
         trainer.eval_sampling.max_new_tokens = 32;
         let mut warmup = WarmupConfig::default();
         let mut prompt = PromptStyle::VerlAgent;
-        let mut tasks: TasksConfig;
+        let tasks: TasksConfig;
         match env {
             "keydoor" => {
                 trainer.max_steps = 12;
@@ -239,10 +239,14 @@ impl RunConfig {
                     context_weight: 1.0,
                     ..warmup
                 };
+                let types = match env {
+                    "webshop" => Vec::new(),
+                    _ => vec!["pick".into()],
+                };
                 tasks = TasksConfig {
                     train: 1500,
                     eval: 40,
-                    types: vec!["pick".into()],
+                    types,
                 };
                 trainer.iterations = 8;
                 trainer.learning_rate = 1e-4;
@@ -252,7 +256,6 @@ impl RunConfig {
                 if env == "webshop" {
                     // Episodes are short (~6 steps), so an iteration costs ~10 s and the warm
                     // start dominates: more iterations for the same budget.
-                    tasks.types.clear();
                     trainer.iterations = 20;
                     trainer.eval_every = 5;
                     trainer.checkpoint_every = 5;
