@@ -346,12 +346,7 @@ impl WebShopEngine {
         };
         let product = &self.data.catalog.products[product_index];
         let goal = &self.goals.goals[self.session.goal];
-        let price = self
-            .goals
-            .prices
-            .get(&product.asin)
-            .copied()
-            .unwrap_or(100.0);
+        let price = self.goals.price(&product.asin);
         let breakdown = reward(
             goal,
             product,

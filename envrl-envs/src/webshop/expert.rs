@@ -55,7 +55,7 @@ pub fn fitting_plan(data: &WebShopData, goals: &GoalSet, goal: usize) -> Vec<Str
                     .map(|(group, _)| (group.clone(), value.clone()))
             })
             .collect();
-        let price = goals.prices.get(&product.asin).copied().unwrap_or(100.0);
+        let price = goals.price(&product.asin);
         if reward(g, product, &options, price, &data.catalog.title_nouns).reward == 1.0 {
             let values = options.into_iter().map(|(_, value)| value).collect();
             return purchase(data, &query, position, doc, values);

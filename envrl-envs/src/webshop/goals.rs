@@ -83,6 +83,12 @@ pub struct GoalSet {
 }
 
 impl GoalSet {
+    /// The price a purchase of `asin` is scored at: this environment's price, 100 for a product
+    /// without one.
+    pub fn price(&self, asin: &str) -> f64 {
+        self.prices.get(asin).copied().unwrap_or(100.0)
+    }
+
     /// Builds prices and goals, weights and the shuffle under `seed` (WEBSHOP.md §2.4 step 1,
     /// before the constructor's own reset).
     pub fn new(catalog: &Catalog, seed: i64) -> Self {
