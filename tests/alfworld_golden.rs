@@ -135,6 +135,40 @@ fn task_type_filters_select_the_right_games() {
 }
 
 #[test]
+fn runs_hold_out_the_configured_split() {
+    let Some(data) = alfworld_data("eval split") else {
+        return;
+    };
+    let setup = |split: &str| {
+        let config = envrl_examples::run::RunConfig::cpu_tiny("alfworld")
+            .unwrap()
+            .with_overrides(&[
+                "tasks.train=2".into(),
+                "tasks.eval=100".into(),
+                format!("tasks.eval_split={split}"),
+            ])
+            .unwrap();
+        envrl_examples::run::alfworld_from(&config, Some(data.clone())).unwrap()
+    };
+    // The preset plays `pick` games: 8 valid_unseen and 34 valid_seen task folders.
+    let unseen = setup("valid_unseen");
+    assert_eq!(unseen.eval_tasks.len(), 24);
+    assert!(
+        unseen.source.ends_with("valid_unseen (24)"),
+        "{}",
+        unseen.source
+    );
+    let seen = setup("valid_seen");
+    assert_eq!(seen.eval_tasks.len(), 35);
+    assert!(seen.source.ends_with("valid_seen (35)"), "{}", seen.source);
+    let err = envrl_examples::run::RunConfig::cpu_tiny("alfworld")
+        .unwrap()
+        .with_overrides(&["tasks.eval_split=test".into()])
+        .unwrap_err();
+    assert!(format!("{err:#}").contains("valid_seen"), "{err:#}");
+}
+
+#[test]
 fn a_directory_without_games_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let err = AlfworldData::open(dir.path()).unwrap_err().to_string();

@@ -1,5 +1,5 @@
 //! `envrl bench generate` and `envrl bench train`: the causal LM's prefill, generation and
-//! training throughput, next to PyTorch eager (`bench/torch_bench.py`, run in the same command
+//! training throughput, next to PyTorch eager (`torch_bench.py` beside this file, run in the same command
 //! with the same model, shapes, threads and steps) when `--python` names an interpreter that
 //! has torch, transformers and gguf.
 
@@ -81,18 +81,21 @@ fn random_ids(rng: &mut ChaCha8Rng, vocab: usize, len: usize) -> Vec<u32> {
         .collect()
 }
 
-/// Runs `bench/torch_bench.py` with `python` and parses its JSON line.
+/// `torch_bench.py` beside this file, built into the program so an installed `envrl` finds it.
+const TORCH_BENCH: &str = include_str!("torch_bench.py");
+
+/// Runs `torch_bench.py` with `python` and parses its JSON line.
 fn run_python(python: &Path, args: &[String]) -> Result<serde_json::Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/torch_bench.py");
     let out = Command::new(python)
-        .arg(&script)
+        .arg("-c")
+        .arg(TORCH_BENCH)
         .args(args)
         .output()
-        .with_context(|| format!("running {} {}", python.display(), script.display()))?;
+        .with_context(|| format!("running torch_bench.py with {}", python.display()))?;
     if !out.status.success() {
         bail!(
-            "{} failed:\n{}",
-            script.display(),
+            "torch_bench.py failed under {}:\n{}",
+            python.display(),
             String::from_utf8_lossy(&out.stderr)
         );
     }

@@ -37,6 +37,10 @@ enum Command {
         /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
         #[arg(long, default_value = "cpu")]
         device: String,
+        /// ALFWorld on ALFWORLD_DATA: evaluate on valid_seen or valid_unseen instead of the
+        /// run's split, into eval-<split>.md and .json.
+        #[arg(long)]
+        split: Option<String>,
     },
     /// Replay recorded action lists through an environment engine.
     Replay {
@@ -62,6 +66,10 @@ enum Command {
         /// Where comparison.md and the plots go.
         #[arg(long, default_value = "runs/comparison")]
         output: PathBuf,
+        /// Compare the held-out results of `envrl eval --split SPLIT` (eval-SPLIT.json)
+        /// instead of the runs' own (eval.json).
+        #[arg(long)]
+        split: Option<String>,
     },
     /// Measure speed and print a table next to the reference.
     Bench {
@@ -350,6 +358,7 @@ fn train(env: &str, args: RunArgs) -> Result<()> {
         device: envrl_examples::device::parse_device(&args.device)?,
         quiet: args.quiet,
         eval_only: false,
+        eval_tag: None,
     };
     let summary = envrl_examples::run::train(&config, &options)?;
     if !args.quiet {
@@ -366,6 +375,7 @@ fn main() -> Result<()> {
             env,
             output_dir,
             device,
+            split,
         } => {
             let options = envrl_examples::run::RunOptions {
                 output_dir,
@@ -374,6 +384,7 @@ fn main() -> Result<()> {
                 device: envrl_examples::device::parse_device(&device)?,
                 quiet: false,
                 eval_only: true,
+                eval_tag: None,
             };
             let config = envrl_examples::run::RunConfig::from_toml_file(
                 &options.output_dir.join("config.toml"),
@@ -385,7 +396,7 @@ fn main() -> Result<()> {
                     config.env
                 );
             }
-            envrl_examples::run::evaluate(&options)?;
+            envrl_examples::run::evaluate(&options, split.as_deref())?;
         }
         Command::Replay {
             env:
@@ -495,8 +506,12 @@ fn main() -> Result<()> {
             }
             out.flush()?;
         }
-        Command::Compare { runs, output } => {
-            let markdown = envrl_examples::run::compare(&runs, &output)?;
+        Command::Compare {
+            runs,
+            output,
+            split,
+        } => {
+            let markdown = envrl_examples::run::compare(&runs, &output, split.as_deref())?;
             println!("{markdown}");
             println!(
                 "written: {} (and compare-*.svg/png)",

@@ -26,13 +26,14 @@ pub struct FinishedRun {
 }
 
 impl FinishedRun {
-    /// Reads `config.toml`, `eval.json` and `metrics.jsonl` of a run directory.
+    /// Reads `config.toml`, `eval.json` (`eval-<split>.json` with `split`, written by
+    /// `envrl eval --split`) and `metrics.jsonl` of a run directory.
     ///
     /// # Errors
     /// When a file is missing or malformed (a run that has not finished has no `eval.json`).
-    pub fn load(dir: &Path) -> Result<Self> {
+    pub fn load(dir: &Path, split: Option<&str>) -> Result<Self> {
         let config = RunConfig::from_toml_file(&dir.join("config.toml"))?;
-        let eval_path = dir.join("eval.json");
+        let eval_path = dir.join(split.map_or("eval.json".into(), |s| format!("eval-{s}.json")));
         let eval: Vec<EvalRow> =
             serde_json::from_str(&std::fs::read_to_string(&eval_path).with_context(|| {
                 format!("reading {} (has the run finished?)", eval_path.display())
@@ -211,17 +212,18 @@ fn mean_curve(members: &[&FinishedRun], metric: &str) -> Vec<(f64, f64)> {
 }
 
 /// Writes `comparison.md` and the seed-averaged curves (`compare-success`, `compare-eval`,
-/// SVG and PNG) into `out`; returns the Markdown.
+/// SVG and PNG) into `out`; returns the Markdown. The final held-out results come from each
+/// run's `eval.json`, or `eval-<split>.json` with `split`.
 ///
 /// # Errors
 /// When a run directory cannot be read or a file cannot be written.
-pub fn compare(dirs: &[PathBuf], out: &Path) -> Result<String> {
+pub fn compare(dirs: &[PathBuf], out: &Path, split: Option<&str>) -> Result<String> {
     if dirs.is_empty() {
         bail!("no run directories given");
     }
     let runs: Vec<FinishedRun> = dirs
         .iter()
-        .map(|d| FinishedRun::load(d))
+        .map(|d| FinishedRun::load(d, split))
         .collect::<Result<_>>()?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let markdown = comparison_markdown(&runs);
@@ -300,7 +302,7 @@ mod tests {
             fake_run(root.path(), "none", 1, 0.4),
             fake_run(root.path(), "state-prediction", 0, 0.5),
         ];
-        let markdown = compare(&dirs, &root.path().join("out")).unwrap();
+        let markdown = compare(&dirs, &root.path().join("out"), None).unwrap();
         // grpo: mean 30 %, sample std 14.1 %; training success of the last 3 iterations 20 %.
         assert!(
             markdown.contains("| grpo | 2 | 30.0 ± 14.1 | 20.0 ± 0.0 | 400 | 2.0 |"),
@@ -315,7 +317,33 @@ mod tests {
             "{markdown}"
         );
         assert!(root.path().join("out/comparison.md").exists());
-        let missing = compare(&[root.path().join("nothing")], root.path()).unwrap_err();
+        let missing = compare(&[root.path().join("nothing")], root.path(), None).unwrap_err();
         assert!(format!("{missing:#}").contains("nothing"), "{missing:#}");
+
+        // Another split's evaluation (`envrl eval --split`) replaces the run's own.
+        let other = vec![EvalRow {
+            label: "all".into(),
+            episodes: 5,
+            success: 0.8,
+            score: None,
+        }];
+        for dir in &dirs {
+            std::fs::write(
+                dir.join("eval-valid_seen.json"),
+                serde_json::to_string(&other).unwrap(),
+            )
+            .unwrap();
+        }
+        let out = root.path().join("seen");
+        let markdown = compare(&dirs, &out, Some("valid_seen")).unwrap();
+        assert!(
+            markdown.contains("| grpo | 2 | 80.0 ± 0.0 | 20.0 ± 0.0 | 400 | 2.0 |"),
+            "{markdown}"
+        );
+        let missing = compare(&dirs, &out, Some("valid_unseen")).unwrap_err();
+        assert!(
+            format!("{missing:#}").contains("eval-valid_unseen.json"),
+            "{missing:#}"
+        );
     }
 }

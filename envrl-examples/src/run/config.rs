@@ -110,7 +110,13 @@ pub struct TasksConfig {
     /// ALFWorld task types to train and evaluate on, by short name (`pick`, `look`, `clean`,
     /// `heat`, `cool`, `pick2`); empty for all six.
     pub types: Vec<String>,
+    /// ALFWorld's held-out split when `ALFWORLD_DATA` is set: `valid_unseen` (the default, the
+    /// paper's) or `valid_seen`.
+    pub eval_split: String,
 }
+
+/// The held-out splits `tasks.eval_split` accepts.
+pub const EVAL_SPLITS: [&str; 2] = ["valid_unseen", "valid_seen"];
 
 impl Default for TasksConfig {
     fn default() -> Self {
@@ -118,6 +124,7 @@ impl Default for TasksConfig {
             train: 200,
             eval: 60,
             types: Vec::new(),
+            eval_split: EVAL_SPLITS[0].to_string(),
         }
     }
 }
@@ -222,7 +229,7 @@ impl RunConfig {
                 tasks = TasksConfig {
                     train: 1000,
                     eval: 1000,
-                    types: Vec::new(),
+                    ..TasksConfig::default()
                 };
             }
             _ => {
@@ -247,6 +254,7 @@ impl RunConfig {
                     train: 1500,
                     eval: 40,
                     types,
+                    ..TasksConfig::default()
                 };
                 trainer.iterations = 8;
                 trainer.learning_rate = 1e-4;
@@ -405,6 +413,7 @@ impl RunConfig {
             &self.prompt,
             &PromptStyle::ALL.map(PromptStyle::name),
         )?;
+        check_name("tasks.eval_split", &self.tasks.eval_split, &EVAL_SPLITS)?;
         if self.prompt != default_prompt() && self.env == "keydoor" {
             bail!(
                 "prompt `{}` is for alfworld and webshop; {} has one prompt",

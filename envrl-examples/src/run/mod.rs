@@ -33,7 +33,7 @@ pub use config::{
 };
 pub use corpus::{TextCollector, word_tokenizer};
 pub use report::{EvalRow, episode_transcripts, eval_markdown, eval_table, plot_history};
-pub use setup::{EnvSetup, alfworld, keydoor, webshop};
+pub use setup::{EnvSetup, alfworld, alfworld_from, keydoor, webshop};
 
 use crate::progress::RunProgress;
 
@@ -52,6 +52,9 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Only evaluate the latest checkpoint of the run directory (`envrl eval`).
     pub eval_only: bool,
+    /// Names the evaluation files `eval-<tag>.md`, `.json` and `-episodes.txt` instead of
+    /// `eval.md`, … (an evaluation on another split keeps the run's own).
+    pub eval_tag: Option<String>,
 }
 
 /// The outcome of a run.
@@ -104,6 +107,7 @@ pub fn run_example(env: &str) -> Result<()> {
         device: Device::flex(),
         quiet: false,
         eval_only: false,
+        eval_tag: None,
     };
     let summary = train(&config, &options)?;
     let after = summary.table.last().map_or(0.0, |r| r.success);
@@ -116,16 +120,28 @@ pub fn run_example(env: &str) -> Result<()> {
 }
 
 /// Evaluates the latest checkpoint of the run in `options.output_dir` (its `config.toml`) on the
-/// held-out tasks and writes `eval.md` and `eval.json`.
+/// held-out tasks and writes `eval.md` and `eval.json`; with `split` (ALFWorld's `valid_seen` or
+/// `valid_unseen`), on that split instead, into `eval-<split>.md` and `eval-<split>.json`.
 ///
 /// # Errors
-/// When the run directory has no config or checkpoint, or they do not fit.
-pub fn evaluate(options: &RunOptions) -> Result<RunSummary> {
-    let config = RunConfig::from_toml_file(&options.output_dir.join("config.toml"))?;
+/// When the run directory has no config or checkpoint, or they do not fit, or the split is
+/// unknown or the run is not an ALFWorld run on `ALFWORLD_DATA`.
+pub fn evaluate(options: &RunOptions, split: Option<&str>) -> Result<RunSummary> {
+    let mut config = RunConfig::from_toml_file(&options.output_dir.join("config.toml"))?;
+    if let Some(split) = split {
+        if config.env != "alfworld" || std::env::var_os("ALFWORLD_DATA").is_none() {
+            bail!(
+                "--split chooses among ALFWorld's real splits: it needs an alfworld run and \
+                 ALFWORLD_DATA"
+            );
+        }
+        config = config.with_overrides(&[format!("tasks.eval_split={split}")])?;
+    }
     let options = RunOptions {
         resume: true,
         force: false,
         eval_only: true,
+        eval_tag: split.map(str::to_string),
         ..options.clone()
     };
     train(&config, &options)
@@ -375,13 +391,19 @@ fn train_with<E: Environment + 'static>(
         },
     )?
     .with_checkpoint_dir(dir.join("checkpoints"));
+    let eval_file = |extension: &str| {
+        dir.join(match &options.eval_tag {
+            Some(tag) => format!("eval-{tag}{extension}"),
+            None => format!("eval{extension}"),
+        })
+    };
     let scores = setup.scores.clone();
     let evaluate = |trainer: &mut Trainer<envrl_algos::CausalLm, E>| {
         if let Some(log) = &scores {
             log.lock().unwrap_or_else(|e| e.into_inner()).clear();
         }
         let report = trainer.evaluate(eval_tasks.len());
-        let path = dir.join("eval-episodes.txt");
+        let path = eval_file("-episodes.txt");
         if let Err(e) = std::fs::write(&path, episode_transcripts(&report, 20)) {
             eprintln!("could not write {}: {e}", path.display());
         }
@@ -429,8 +451,8 @@ fn train_with<E: Environment + 'static>(
 
     let table = evaluate(&mut trainer);
     let markdown = eval_markdown(&table);
-    std::fs::write(dir.join("eval.md"), &markdown)?;
-    std::fs::write(dir.join("eval.json"), serde_json::to_string_pretty(&table)?)?;
+    std::fs::write(eval_file(".md"), &markdown)?;
+    std::fs::write(eval_file(".json"), serde_json::to_string_pretty(&table)?)?;
     let history = read_metrics(dir).unwrap_or_default();
     let plots = plot_history(&history, dir)?;
     say(format!(
@@ -438,8 +460,9 @@ fn train_with<E: Environment + 'static>(
         eval_tasks.len()
     ));
     say(format!(
-        "run directory: {} (config.toml, metrics.jsonl, eval.md, {} plots, checkpoints/)",
+        "run directory: {} (config.toml, metrics.jsonl, {}, {} plots, checkpoints/)",
         dir.display(),
+        eval_file(".md").file_name().unwrap_or_default().display(),
         plots.len()
     ));
     Ok(RunSummary {

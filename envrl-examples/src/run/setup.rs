@@ -1,6 +1,7 @@
 //! What each environment brings to a run: prompt and projection, environments, train and eval
 //! tasks, expert demonstrations, and a label per task for the evaluation table.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
@@ -47,12 +48,21 @@ pub struct EnvSetup<E: Environment> {
     pub source: String,
 }
 
-/// ALFWorld: generated games, or the real train games and valid_unseen when `ALFWORLD_DATA`
-/// is set.
+/// ALFWorld: generated games, or the real train games and `tasks.eval_split` (valid_unseen by
+/// default) when `ALFWORLD_DATA` is set.
 ///
 /// # Errors
 /// When `ALFWORLD_DATA` is set but cannot be read.
 pub fn alfworld(config: &RunConfig) -> Result<EnvSetup<AlfWorld>> {
+    alfworld_from(config, std::env::var_os("ALFWORLD_DATA").map(PathBuf::from))
+}
+
+/// ALFWorld on the data set in `data` (an `ALFWORLD_DATA` directory), or on generated games
+/// when `None`.
+///
+/// # Errors
+/// When `data` cannot be read or a task type is unknown.
+pub fn alfworld_from(config: &RunConfig, data: Option<PathBuf>) -> Result<EnvSetup<AlfWorld>> {
     let types = config
         .tasks
         .types
@@ -66,44 +76,52 @@ pub fn alfworld(config: &RunConfig) -> Result<EnvSetup<AlfWorld>> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let (games, train, source): (Vec<Arc<Game>>, usize, String) =
-        match std::env::var_os("ALFWORLD_DATA") {
-            Some(dir) => {
-                let data = AlfworldData::open(&dir)?;
-                let mut train = data.games(Split::Train, &types)?;
-                train.truncate(config.tasks.train);
-                let mut eval = data.games(Split::ValidUnseen, &types)?;
-                eval.truncate(config.tasks.eval);
-                let n = train.len();
-                let mut games = data.load(&train)?;
-                games.extend(data.load(&eval)?);
-                (
-                    games,
-                    n,
-                    format!("ALFWORLD_DATA train ({n}) / valid_unseen ({})", eval.len()),
-                )
-            }
-            None => {
-                let n = (config.tasks.train + config.tasks.eval) as u64;
-                let generator = GameGenerator::new(config.trainer.seed);
-                let games = generator.generate_many_of_types(&types, n);
-                (
-                    games,
+    let (games, train, source): (Vec<Arc<Game>>, usize, String) = match data {
+        Some(dir) => {
+            let data = AlfworldData::open(&dir)?;
+            let mut train = data.games(Split::Train, &types)?;
+            train.truncate(config.tasks.train);
+            let split = if config.tasks.eval_split == "valid_seen" {
+                Split::ValidSeen
+            } else {
+                Split::ValidUnseen
+            };
+            let mut eval = data.games(split, &types)?;
+            eval.truncate(config.tasks.eval);
+            let n = train.len();
+            let mut games = data.load(&train)?;
+            games.extend(data.load(&eval)?);
+            (
+                games,
+                n,
+                format!(
+                    "ALFWORLD_DATA train ({n}) / {} ({})",
+                    split.folder(),
+                    eval.len()
+                ),
+            )
+        }
+        None => {
+            let n = (config.tasks.train + config.tasks.eval) as u64;
+            let generator = GameGenerator::new(config.trainer.seed);
+            let games = generator.generate_many_of_types(&types, n);
+            (
+                games,
+                config.tasks.train,
+                format!(
+                    "generated games (seed {}{}): {} train, {} held out",
+                    config.trainer.seed,
+                    if types.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", types {}", config.tasks.types.join(" "))
+                    },
                     config.tasks.train,
-                    format!(
-                        "generated games (seed {}{}): {} train, {} held out",
-                        config.trainer.seed,
-                        if types.is_empty() {
-                            String::new()
-                        } else {
-                            format!(", types {}", config.tasks.types.join(" "))
-                        },
-                        config.tasks.train,
-                        config.tasks.eval
-                    ),
-                )
-            }
-        };
+                    config.tasks.eval
+                ),
+            )
+        }
+    };
     let games = Arc::new(games);
     let max_steps = config.trainer.max_steps as u32;
     let seed = config.trainer.seed;
