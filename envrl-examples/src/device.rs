@@ -1,7 +1,34 @@
 //! The `--device` flag: one name per Burn backend.
 
 use anyhow::{Result, bail};
-use burn::tensor::Device;
+use burn::tensor::{Device, FloatDType};
+
+/// The names `--dtype` and the `dtype` config field accept.
+pub const DTYPES: [&str; 3] = ["f32", "bf16", "f16"];
+
+/// Parses `--device` and sets the float type of every tensor later created on it (`f32`, the
+/// default; `bf16` or `f16`): the model's weights, activations, caches and gradients follow it.
+///
+/// # Errors
+/// When the device name or the float type is unknown, when the backend does not support the
+/// float type, or when tensors were already created on the device (Burn fixes a device's types
+/// at its first tensor).
+pub fn device_with_dtype(name: &str, dtype: &str) -> Result<Device> {
+    let mut device = parse_device(name)?;
+    let float = match dtype {
+        "f32" => return Ok(device),
+        "bf16" => FloatDType::BF16,
+        "f16" => FloatDType::F16,
+        other => bail!(
+            "unknown float type `{other}`; expected one of: {}",
+            DTYPES.join(", ")
+        ),
+    };
+    device
+        .configure(float)
+        .map_err(|e| anyhow::anyhow!("device `{name}` cannot use {dtype}: {e:?}"))?;
+    Ok(device)
+}
 
 /// Parses a device name: `cpu` (flex, always available); `tch-cpu`, `tch-cuda:N`, `wgpu` and
 /// `cuda:N` need the Cargo feature of the same backend.

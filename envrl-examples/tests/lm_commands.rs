@@ -2,7 +2,7 @@
 //! logits and greedy tokens come back through the command line.
 #![allow(missing_docs)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `shared/models/tiny-qwen2`, or `None` after a skip notice (a failure under `CI=true`).
@@ -26,27 +26,25 @@ fn tiny_qwen2() -> Option<PathBuf> {
     None
 }
 
-#[test]
-fn logits_and_greedy_generation_match_the_reference() {
-    let Some(model) = tiny_qwen2() else {
-        return;
-    };
-    let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(model.join("reference.json")).unwrap())
-            .unwrap();
+/// The relative L2 error of `envrl lm logits --dtype DTYPE` against the reference logits.
+fn logits_error(model: &Path, reference: &serde_json::Value, dtype: &str) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let (input, output) = (dir.path().join("ids.json"), dir.path().join("logits.json"));
     std::fs::write(&input, reference["input_ids"].to_string()).unwrap();
-    let status = Command::new(env!("CARGO_BIN_EXE_envrl"))
-        .args(["lm", "logits", "--model"])
-        .arg(&model)
+    let out = Command::new(env!("CARGO_BIN_EXE_envrl"))
+        .args(["lm", "logits", "--dtype", dtype, "--model"])
+        .arg(model)
         .arg("--input")
         .arg(&input)
         .arg("--output")
         .arg(&output)
-        .status()
+        .output()
         .unwrap();
-    assert!(status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let ours: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
     let flat = |v: &serde_json::Value| -> Vec<f64> {
@@ -57,7 +55,59 @@ fn logits_and_greedy_generation_match_the_reference() {
     assert_eq!(a.len(), b.len());
     let num: f64 = a.iter().zip(&b).map(|(x, y)| (x - y).powi(2)).sum();
     let den: f64 = b.iter().map(|y| y * y).sum();
-    assert!((num / den).sqrt() < 1e-4);
+    (num / den).sqrt()
+}
+
+/// Half-precision weights and activations: the logits move by about bf16's / f16's rounding
+/// (so the half type was used) and stay close to the f32 reference; greedy generation runs.
+#[test]
+fn half_precision_logits_stay_near_the_reference() {
+    let Some(model) = tiny_qwen2() else {
+        return;
+    };
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(model.join("reference.json")).unwrap())
+            .unwrap();
+    for (dtype, low, high) in [("bf16", 1e-4, 3e-2), ("f16", 1e-5, 5e-3)] {
+        let error = logits_error(&model, &reference, dtype);
+        assert!(
+            error > low && error < high,
+            "{dtype}: relative error {error}"
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_envrl"))
+        .args([
+            "lm", "generate", "--dtype", "bf16", "--ids", "1,2,3", "--model",
+        ])
+        .arg(&model)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = Command::new(env!("CARGO_BIN_EXE_envrl"))
+        .args(["lm", "generate", "--dtype", "f8", "--ids", "1", "--model"])
+        .arg(&model)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && stderr.contains("f32, bf16, f16"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn logits_and_greedy_generation_match_the_reference() {
+    let Some(model) = tiny_qwen2() else {
+        return;
+    };
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(model.join("reference.json")).unwrap())
+            .unwrap();
+    assert!(logits_error(&model, &reference, "f32") < 1e-4);
 
     let prompt = &reference["greedy"]["prompt"][0];
     let ids: Vec<String> = prompt

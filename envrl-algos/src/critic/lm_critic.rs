@@ -108,7 +108,11 @@ impl Critic for LmCritic {
         }
         let (values, _) = self.model.valid().values(rows);
         let width = values.dims()[1];
-        let flat: Vec<f32> = values.into_data().try_into_vec().unwrap_or_default();
+        let flat: Vec<f32> = values
+            .into_data()
+            .convert::<f32>()
+            .try_into_vec()
+            .unwrap_or_default();
         rows.iter()
             .enumerate()
             .map(|(i, r)| flat[i * width..i * width + r.target.len()].to_vec())

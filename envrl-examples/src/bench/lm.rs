@@ -9,9 +9,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use burn::module::Module;
-use burn::tensor::Device;
 use envrl::{BehaviourCloning, SamplingParams, ScoreRow};
 use envrl_algos::{CausalLm, LmConfig, Pretrained};
+
+use crate::device::device_with_dtype;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -147,6 +148,8 @@ pub struct GenerateBench {
     pub prefill_len: usize,
     /// The Python interpreter for the PyTorch column.
     pub python: Option<PathBuf>,
+    /// Float type of the weights and activations: `f32`, `bf16` or `f16`.
+    pub dtype: String,
 }
 
 /// Prefill and KV-cache generation throughput of a GGUF model, optionally next to PyTorch.
@@ -155,7 +158,8 @@ pub struct GenerateBench {
 /// When the model cannot be loaded or the PyTorch script fails.
 pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     let threads = rayon::current_num_threads();
-    let Pretrained { model, config, .. } = Pretrained::load(&bench.model, &Device::flex())?;
+    let device = device_with_dtype("cpu", &bench.dtype)?;
+    let Pretrained { model, config, .. } = Pretrained::load(&bench.model, &device)?;
     let vocab = model.vocab_size();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let prefill_ids = random_ids(&mut rng, vocab, bench.prefill_len);
@@ -194,7 +198,7 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     }
 
     let reference = match &bench.python {
-        Some(python) => Some(run_python(
+        Some(python) if bench.dtype == "f32" => Some(run_python(
             python,
             &[
                 "generate".into(),
@@ -217,13 +221,14 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
                 threads.to_string(),
             ],
         )?),
-        None => None,
+        _ => None,
     };
     println!(
-        "model: {} ({} layers, width {})",
+        "model: {} ({} layers, width {}), {}",
         bench.model.display(),
         config.num_hidden_layers,
-        config.hidden_size
+        config.hidden_size,
+        bench.dtype
     );
     header(threads);
     row(
@@ -267,6 +272,8 @@ pub struct TrainBench {
     pub lora_rank: usize,
     /// Balanced gradient checkpointing.
     pub gradient_checkpointing: bool,
+    /// Float type: `f32`, `bf16` or `f16`.
+    pub dtype: String,
 }
 
 /// The Hugging Face `config.json` of a model config (what the PyTorch side builds).
@@ -293,7 +300,7 @@ fn hf_config(config: &LmConfig) -> serde_json::Value {
 /// When the model cannot be loaded or the PyTorch script fails.
 pub fn bench_train(bench: &TrainBench) -> Result<()> {
     let threads = rayon::current_num_threads();
-    let mut device = Device::flex().autodiff();
+    let mut device = device_with_dtype("cpu", &bench.dtype)?.autodiff();
     if bench.gradient_checkpointing {
         device = device.gradient_checkpointing();
     }
@@ -333,7 +340,7 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
     });
 
     let reference = match &bench.python {
-        Some(python) if bench.lora_rank == 0 => {
+        Some(python) if bench.lora_rank == 0 && bench.dtype == "f32" => {
             let file = tempfile::NamedTempFile::new()?;
             std::fs::write(file.path(), hf_config(&config).to_string())?;
             let result = run_python(
@@ -373,6 +380,9 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
     };
     if bench.gradient_checkpointing {
         label.push_str(", gradient checkpointing");
+    }
+    if bench.dtype != "f32" {
+        label.push_str(&format!(", {}", bench.dtype));
     }
     row(&label, ours, reference);
     Ok(())

@@ -156,9 +156,12 @@ enum BenchWhat {
         /// Tokens of the single-row prefill measure.
         #[arg(long, default_value_t = 512)]
         prefill_len: usize,
-        /// A Python with torch, transformers and gguf: adds the PyTorch column.
+        /// A Python with torch, transformers and gguf: adds the PyTorch column (f32 only).
         #[arg(long)]
         python: Option<PathBuf>,
+        /// Float type of the weights and activations: f32, bf16 or f16.
+        #[arg(long, default_value = "f32")]
+        dtype: String,
     },
     /// Causal-LM training tokens/s (forward, backward, AdamW), next to PyTorch eager on the same
     /// model and shapes with --python.
@@ -187,6 +190,10 @@ enum BenchWhat {
         /// Recompute memory-bound activations in the backward pass.
         #[arg(long)]
         gradient_checkpointing: bool,
+        /// Float type of the weights, activations and gradients: f32, bf16 or f16 (the PyTorch
+        /// column runs for f32 only).
+        #[arg(long, default_value = "f32")]
+        dtype: String,
     },
     /// ALFWorld engine: steps/s, reset and load times over valid_unseen.
     Alfworld {
@@ -212,6 +219,9 @@ struct RowsArgs {
     /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// Float type of the weights and activations: f32, bf16 or f16.
+    #[arg(long, default_value = "f32")]
+    dtype: String,
 }
 
 #[derive(Subcommand)]
@@ -250,6 +260,9 @@ enum LmWhat {
         /// Wrap the prompt in the chat template.
         #[arg(long)]
         chat: bool,
+        /// Float type of the weights and activations: f32, bf16 or f16.
+        #[arg(long, default_value = "f32")]
+        dtype: String,
     },
 }
 
@@ -355,7 +368,7 @@ fn train(env: &str, args: RunArgs) -> Result<()> {
         output_dir,
         resume: args.resume,
         force: args.force,
-        device: envrl_examples::device::parse_device(&args.device)?,
+        device: envrl_examples::device::device_with_dtype(&args.device, &config.dtype)?,
         quiet: args.quiet,
         eval_only: false,
         eval_tag: None,
@@ -377,25 +390,24 @@ fn main() -> Result<()> {
             device,
             split,
         } => {
+            let config =
+                envrl_examples::run::RunConfig::from_toml_file(&output_dir.join("config.toml"))?;
+            if config.env != env {
+                anyhow::bail!(
+                    "{} is a `{}` run, not `{env}`",
+                    output_dir.display(),
+                    config.env
+                );
+            }
             let options = envrl_examples::run::RunOptions {
                 output_dir,
                 resume: true,
                 force: false,
-                device: envrl_examples::device::parse_device(&device)?,
+                device: envrl_examples::device::device_with_dtype(&device, &config.dtype)?,
                 quiet: false,
                 eval_only: true,
                 eval_tag: None,
             };
-            let config = envrl_examples::run::RunConfig::from_toml_file(
-                &options.output_dir.join("config.toml"),
-            )?;
-            if config.env != env {
-                anyhow::bail!(
-                    "{} is a `{}` run, not `{env}`",
-                    options.output_dir.display(),
-                    config.env
-                );
-            }
             envrl_examples::run::evaluate(&options, split.as_deref())?;
         }
         Command::Replay {
@@ -447,7 +459,7 @@ fn main() -> Result<()> {
             &args.model,
             &args.input,
             &args.output,
-            &envrl_examples::device::parse_device(&args.device)?,
+            &envrl_examples::device::device_with_dtype(&args.device, &args.dtype)?,
         )?,
         Command::Lm {
             what: LmWhat::Grad(args),
@@ -455,7 +467,7 @@ fn main() -> Result<()> {
             &args.model,
             &args.input,
             &args.output,
-            &envrl_examples::device::parse_device(&args.device)?,
+            &envrl_examples::device::device_with_dtype(&args.device, &args.dtype)?,
         )?,
         Command::Lm {
             what:
@@ -469,6 +481,7 @@ fn main() -> Result<()> {
                     top_k,
                     seed,
                     chat,
+                    dtype,
                 },
         } => {
             use envrl_examples::lm::GenerateInput;
@@ -492,7 +505,7 @@ fn main() -> Result<()> {
                 input,
                 &params,
                 seed,
-                &burn::tensor::Device::flex(),
+                &envrl_examples::device::device_with_dtype("cpu", &dtype)?,
             )?;
         }
         Command::Webshop {
@@ -538,6 +551,7 @@ fn main() -> Result<()> {
                     batches,
                     prefill_len,
                     python,
+                    dtype,
                 },
         } => envrl_examples::bench::bench_generate(&envrl_examples::bench::GenerateBench {
             model,
@@ -546,6 +560,7 @@ fn main() -> Result<()> {
             batches,
             prefill_len,
             python,
+            dtype,
         })?,
         Command::Bench {
             what:
@@ -558,6 +573,7 @@ fn main() -> Result<()> {
                     python,
                     lora_rank,
                     gradient_checkpointing,
+                    dtype,
                 },
         } => envrl_examples::bench::bench_train(&envrl_examples::bench::TrainBench {
             model,
@@ -568,6 +584,7 @@ fn main() -> Result<()> {
             python,
             lora_rank,
             gradient_checkpointing,
+            dtype,
         })?,
     }
     Ok(())

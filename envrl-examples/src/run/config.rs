@@ -171,6 +171,10 @@ pub struct RunConfig {
     /// balanced gradient checkpointing): less memory, more compute, the same gradients.
     #[serde(default)]
     pub gradient_checkpointing: bool,
+    /// Float type of the weights, activations and gradients: `f32` (the default), `bf16` or
+    /// `f16` (on backends that support it; on the CPU, Burn flex converts to f32 for products).
+    #[serde(default = "default_dtype")]
+    pub dtype: String,
     /// The warm start.
     #[serde(default)]
     pub warmup: WarmupConfig,
@@ -280,6 +284,7 @@ impl RunConfig {
             tiny: TinyModelConfig::default(),
             lora: LoraConfig::default(),
             gradient_checkpointing: false,
+            dtype: default_dtype(),
             warmup,
             tasks,
             trainer,
@@ -414,6 +419,7 @@ impl RunConfig {
             &PromptStyle::ALL.map(PromptStyle::name),
         )?;
         check_name("tasks.eval_split", &self.tasks.eval_split, &EVAL_SPLITS)?;
+        check_name("dtype", &self.dtype, &crate::device::DTYPES)?;
         if self.prompt != default_prompt() && self.env == "keydoor" {
             bail!(
                 "prompt `{}` is for alfworld and webshop; {} has one prompt",
@@ -509,6 +515,10 @@ impl RunConfig {
         }
         Ok(self)
     }
+}
+
+fn default_dtype() -> String {
+    "f32".into()
 }
 
 fn default_prompt() -> String {
