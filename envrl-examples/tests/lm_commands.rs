@@ -190,3 +190,48 @@ fn generate_from_a_gguf_file_prints_the_reference_reply() {
         "{stdout}"
     );
 }
+
+/// `envrl bench … --model config.json` times an architecture with random weights (what
+/// `bench/gpu.sh` uses for Qwen2.5 at the paper's shapes).
+#[test]
+fn benchmarks_run_an_architecture_from_its_config() {
+    let Some(model) = tiny_qwen2() else {
+        return;
+    };
+    let config = model.join("config.json");
+    for args in [
+        vec![
+            "bench", "train", "--batch", "1", "--seq", "8", "--steps", "1",
+        ],
+        vec![
+            "bench",
+            "generate",
+            "--batches",
+            "2",
+            "--prompt-len",
+            "4",
+            "--new-tokens",
+            "2",
+            "--prefill-len",
+            "4",
+        ],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_envrl"))
+            .args(&args)
+            .args(["--dtype", "bf16", "--model"])
+            .arg(&config)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("| envrl (cpu) |"), "{stdout}");
+        assert!(
+            stdout.contains("| training") || stdout.contains("| generation, batch 2"),
+            "{stdout}"
+        );
+    }
+}

@@ -9,8 +9,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use burn::module::Module;
+use burn::tensor::Device;
 use envrl::{BehaviourCloning, SamplingParams, ScoreRow};
-use envrl_algos::{CausalLm, LmConfig, Pretrained};
+use envrl_algos::{CausalLm, LmConfig, Pretrained, read_hf_config};
 
 use crate::device::device_with_dtype;
 use rand::{Rng, SeedableRng};
@@ -82,6 +83,10 @@ fn random_ids(rng: &mut ChaCha8Rng, vocab: usize, len: usize) -> Vec<u32> {
         .collect()
 }
 
+fn is_gguf(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "gguf")
+}
+
 /// `torch_bench.py` beside this file, built into the program so an installed `envrl` finds it.
 const TORCH_BENCH: &str = include_str!("torch_bench.py");
 
@@ -109,7 +114,12 @@ fn run_python(python: &Path, args: &[String]) -> Result<serde_json::Value> {
 fn row(measure: &str, ours: Timing, reference: Option<Timing>) {
     let fmt = |t: Option<Timing>| {
         t.map_or("–".to_string(), |t| {
-            format!("{:.0} ({:.0}/CPU-s)", t.per_second(), t.per_cpu_second())
+            if t.cpu_seconds < 0.01 {
+                // Too little CPU time to measure: the rate per CPU-second would be noise.
+                format!("{:.0}", t.per_second())
+            } else {
+                format!("{:.0} ({:.0}/CPU-s)", t.per_second(), t.per_cpu_second())
+            }
         })
     };
     let ratio = reference.map_or("–".to_string(), |r| {
@@ -126,17 +136,18 @@ fn row(measure: &str, ours: Timing, reference: Option<Timing>) {
     );
 }
 
-fn header(threads: usize) {
+fn header(threads: usize, device: &str) {
     println!("threads: {threads} (Burn flex uses the rayon pool; PyTorch set_num_threads)");
     println!();
-    println!("| measure (tokens/s) | envrl (Burn flex) | PyTorch eager | ratio |");
+    println!("| measure (tokens/s) | envrl ({device}) | PyTorch eager | ratio |");
     println!("|---|---|---|---|");
 }
 
 /// Shapes of `envrl bench generate`.
 #[derive(Debug, Clone)]
 pub struct GenerateBench {
-    /// A `.gguf` file (the PyTorch side dequantizes the same file).
+    /// A `.gguf` file (the PyTorch side dequantizes the same file), a Hugging Face directory or
+    /// `config.json` (random weights; no PyTorch column).
     pub model: PathBuf,
     /// Prompt tokens of each generation row.
     pub prompt_len: usize,
@@ -150,6 +161,23 @@ pub struct GenerateBench {
     pub python: Option<PathBuf>,
     /// Float type of the weights and activations: `f32`, `bf16` or `f16`.
     pub dtype: String,
+    /// The `--device` name.
+    pub device: String,
+}
+
+/// A benchmark's model: `tiny` (the examples' model with `vocab` words), a `.gguf` file, a
+/// Hugging Face directory, or a Hugging Face `config.json` (that architecture with random
+/// weights, for timings without the download).
+fn bench_model(model: &Path, vocab: usize, device: &Device) -> Result<(CausalLm, LmConfig)> {
+    let config = if model == Path::new("tiny") {
+        LmConfig::tiny(vocab)
+    } else if model.file_name() == Some("config.json".as_ref()) {
+        read_hf_config(model.parent().unwrap_or(Path::new(".")))?
+    } else {
+        let Pretrained { model, config, .. } = Pretrained::load(model, device)?;
+        return Ok((model, config));
+    };
+    Ok((config.init(device, 0)?, config))
 }
 
 /// Prefill and KV-cache generation throughput of a GGUF model, optionally next to PyTorch.
@@ -158,8 +186,8 @@ pub struct GenerateBench {
 /// When the model cannot be loaded or the PyTorch script fails.
 pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     let threads = rayon::current_num_threads();
-    let device = device_with_dtype("cpu", &bench.dtype)?;
-    let Pretrained { model, config, .. } = Pretrained::load(&bench.model, &device)?;
+    let device = device_with_dtype(&bench.device, &bench.dtype)?;
+    let (model, config) = bench_model(&bench.model, 0, &device)?;
     let vocab = model.vocab_size();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let prefill_ids = random_ids(&mut rng, vocab, bench.prefill_len);
@@ -198,7 +226,7 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     }
 
     let reference = match &bench.python {
-        Some(python) if bench.dtype == "f32" => Some(run_python(
+        Some(python) if bench.dtype == "f32" && is_gguf(&bench.model) => Some(run_python(
             python,
             &[
                 "generate".into(),
@@ -230,7 +258,7 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
         config.hidden_size,
         bench.dtype
     );
-    header(threads);
+    header(threads, &bench.device);
     row(
         &format!("prefill, 1 × {} tokens", bench.prefill_len),
         prefill,
@@ -256,7 +284,8 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
 /// Shapes of `envrl bench train`.
 #[derive(Debug, Clone)]
 pub struct TrainBench {
-    /// `tiny` (the examples' model, with `vocab` tokens) or a `.gguf` file / HF directory.
+    /// `tiny` (the examples' model, with `vocab` tokens), a `.gguf` file, a Hugging Face
+    /// directory or `config.json` (random weights).
     pub model: String,
     /// Vocabulary of the tiny model.
     pub vocab: usize,
@@ -274,6 +303,8 @@ pub struct TrainBench {
     pub gradient_checkpointing: bool,
     /// Float type: `f32`, `bf16` or `f16`.
     pub dtype: String,
+    /// The `--device` name.
+    pub device: String,
 }
 
 /// The Hugging Face `config.json` of a model config (what the PyTorch side builds).
@@ -300,17 +331,11 @@ fn hf_config(config: &LmConfig) -> serde_json::Value {
 /// When the model cannot be loaded or the PyTorch script fails.
 pub fn bench_train(bench: &TrainBench) -> Result<()> {
     let threads = rayon::current_num_threads();
-    let mut device = device_with_dtype("cpu", &bench.dtype)?.autodiff();
+    let mut device = device_with_dtype(&bench.device, &bench.dtype)?.autodiff();
     if bench.gradient_checkpointing {
         device = device.gradient_checkpointing();
     }
-    let (model, config): (CausalLm, LmConfig) = if bench.model == "tiny" {
-        let config = LmConfig::tiny(bench.vocab);
-        (config.init(&device, 0)?, config)
-    } else {
-        let p = Pretrained::load(&bench.model, &device)?;
-        (p.model, p.config)
-    };
+    let (model, config) = bench_model(Path::new(&bench.model), bench.vocab, &device)?;
     let base_params = model.num_params();
     let model = match bench.lora_rank {
         0 => model,
@@ -373,7 +398,7 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
         bench.seq,
         bench.steps
     );
-    header(threads);
+    header(threads, &bench.device);
     let mut label = match bench.lora_rank {
         0 => "training (forward, backward, AdamW)".to_string(),
         rank => format!("training with LoRA rank {rank} ({adapters} of {base_params} parameters)"),

@@ -141,7 +141,8 @@ enum BenchWhat {
     /// Causal-LM prefill and KV-cache generation tokens/s of a GGUF model, next to PyTorch
     /// eager on the same weights with --python.
     Generate {
-        /// A `.gguf` file.
+        /// A `.gguf` file, a Hugging Face directory, or a Hugging Face `config.json` (that
+        /// architecture with random weights).
         #[arg(long)]
         model: PathBuf,
         /// Prompt tokens per row.
@@ -162,11 +163,15 @@ enum BenchWhat {
         /// Float type of the weights and activations: f32, bf16 or f16.
         #[arg(long, default_value = "f32")]
         dtype: String,
+        /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
+        #[arg(long, default_value = "cpu")]
+        device: String,
     },
     /// Causal-LM training tokens/s (forward, backward, AdamW), next to PyTorch eager on the same
     /// model and shapes with --python.
     Train {
-        /// `tiny` (the examples' model) or a `.gguf` file / Hugging Face directory.
+        /// `tiny` (the examples' model), a `.gguf` file, a Hugging Face directory, or a Hugging
+        /// Face `config.json` (that architecture with random weights).
         #[arg(long, default_value = "tiny")]
         model: String,
         /// Vocabulary of the tiny model.
@@ -194,6 +199,9 @@ enum BenchWhat {
         /// column runs for f32 only).
         #[arg(long, default_value = "f32")]
         dtype: String,
+        /// Device: cpu, wgpu, cuda:N, tch-cpu, tch-cuda:N.
+        #[arg(long, default_value = "cpu")]
+        device: String,
     },
     /// ALFWorld engine: steps/s, reset and load times over valid_unseen.
     Alfworld {
@@ -552,6 +560,7 @@ fn main() -> Result<()> {
                     prefill_len,
                     python,
                     dtype,
+                    device,
                 },
         } => envrl_examples::bench::bench_generate(&envrl_examples::bench::GenerateBench {
             model,
@@ -561,6 +570,7 @@ fn main() -> Result<()> {
             prefill_len,
             python,
             dtype,
+            device,
         })?,
         Command::Bench {
             what:
@@ -574,6 +584,7 @@ fn main() -> Result<()> {
                     lora_rank,
                     gradient_checkpointing,
                     dtype,
+                    device,
                 },
         } => envrl_examples::bench::bench_train(&envrl_examples::bench::TrainBench {
             model,
@@ -585,6 +596,7 @@ fn main() -> Result<()> {
             lora_rank,
             gradient_checkpointing,
             dtype,
+            device,
         })?,
     }
     Ok(())
