@@ -3,34 +3,12 @@
 #![allow(missing_docs)]
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+mod common;
 
 fn train(dir: &Path, dtype: &str) {
-    let out = Command::new(env!("CARGO_BIN_EXE_envrl"))
-        .args([
-            "train",
-            "keydoor",
-            "--quiet",
-            "--iterations",
-            "1",
-            "--set",
-            "trainer.groups=4",
-            "--set",
-            "trainer.group_size=8",
-            "--set",
-            "trainer.eval_episodes=16",
-            "--set",
-            "tasks.eval=16",
-            "--set",
-            "warmup.steps=50",
-            "--set",
-        ])
-        .arg(format!("dtype={dtype}"))
-        .arg("--output-dir")
-        .arg(dir)
-        .stdout(Stdio::null())
-        .output()
-        .unwrap();
+    let out = common::short_keydoor_run(dir, &["--set", &format!("dtype={dtype}")]);
     assert!(
         out.status.success(),
         "{}",

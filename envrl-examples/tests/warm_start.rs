@@ -4,34 +4,9 @@
 #![allow(missing_docs)]
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-fn train(dir: &Path, extra: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_envrl"))
-        .args([
-            "train",
-            "keydoor",
-            "--quiet",
-            "--iterations",
-            "1",
-            "--set",
-            "trainer.groups=4",
-            "--set",
-            "trainer.group_size=8",
-            "--set",
-            "trainer.eval_episodes=16",
-            "--set",
-            "tasks.eval=16",
-            "--set",
-            "warmup.steps=100",
-        ])
-        .arg("--output-dir")
-        .arg(dir)
-        .args(extra)
-        .stdout(Stdio::null())
-        .output()
-        .unwrap()
-}
+mod common;
+use common::short_keydoor_run as train;
 
 /// The first iteration's rollout statistics.
 fn first_rollout(dir: &Path) -> Vec<f64> {
