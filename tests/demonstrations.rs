@@ -184,9 +184,11 @@ fn search_demonstrations_record_the_searching_expert() {
     let games = Arc::new(GameGenerator::new(5).generate_many(6));
     let prompt = AlfworldPrompt::default();
     let collector = TextCollector::default();
-    search_demonstrations(&games, 0..6, &prompt, &collector, 30, 0);
-    let tokenizer = word_tokenizer(collector.into_texts(), "ALFRED household", &[]);
+    let recorded = search_demonstrations(&games, 0..6, &prompt, &collector, 30, 0);
+    let tokenizer = word_tokenizer(collector.texts(), "ALFRED household", &[]);
     let demos = search_demonstrations(&games, 0..6, &prompt, &tokenizer, 30, 0);
+    // One pass through the collector gives what a second pass with the tokenizer gives.
+    assert_eq!(collector.retokenize(recorded, &tokenizer), demos);
     assert_eq!(demos.len(), 6);
     assert!(demos.iter().filter(|d| d.won).count() >= 4);
     for demo in &demos {

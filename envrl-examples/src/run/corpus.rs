@@ -3,29 +3,72 @@
 
 use std::sync::Mutex;
 
-use envrl::Tokenizer;
+use envrl::{Demonstration, ScoreRow, Tokenizer};
 use envrl_algos::{WordTokenizer, inverse_dynamics_prompt, state_prediction_prompt};
 
-/// A [`Tokenizer`] that only records the texts it is asked to encode.
+/// A [`Tokenizer`] that records the texts it is asked to encode and encodes each as its index
+/// in the record: the expert's episodes are played once through it, their texts build the word
+/// tokenizer, and [`TextCollector::retokenize`] turns the recorded rows into that tokenizer's
+/// ids (the experts search, which costs far more than the tokenizing).
 #[derive(Debug, Default)]
 pub struct TextCollector {
     texts: Mutex<Vec<String>>,
 }
 
 impl TextCollector {
+    /// The recorded texts, in order.
+    pub fn texts(&self) -> Vec<String> {
+        self.texts.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// The recorded texts.
     pub fn into_texts(self) -> Vec<String> {
         self.texts.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Demonstrations recorded through this collector, encoded with `tokenizer` as if they had
+    /// been recorded with it.
+    pub fn retokenize(
+        &self,
+        demos: Vec<Demonstration>,
+        tokenizer: &dyn Tokenizer,
+    ) -> Vec<Demonstration> {
+        let texts = self.texts.lock().unwrap_or_else(|e| e.into_inner());
+        let text = |ids: &[u32]| {
+            ids.first()
+                .and_then(|&i| texts.get(i as usize))
+                .map_or("", String::as_str)
+        };
+        demos
+            .into_iter()
+            .map(|demo| Demonstration {
+                won: demo.won,
+                rows: demo
+                    .rows
+                    .iter()
+                    .map(|row| ScoreRow {
+                        context: tokenizer.encode_prompt(text(&row.context)),
+                        target: tokenizer.encode_response(text(&row.target)),
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 }
 
 impl Tokenizer for TextCollector {
     fn encode(&self, text: &str) -> Vec<u32> {
-        self.texts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(text.to_string());
-        Vec::new()
+        let mut texts = self.texts.lock().unwrap_or_else(|e| e.into_inner());
+        texts.push(text.to_string());
+        vec![(texts.len() - 1) as u32]
+    }
+
+    fn encode_prompt(&self, user_message: &str) -> Vec<u32> {
+        self.encode(user_message)
+    }
+
+    fn encode_response(&self, text: &str) -> Vec<u32> {
+        self.encode(text)
     }
 
     fn decode(&self, _ids: &[u32]) -> String {

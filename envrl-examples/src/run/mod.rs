@@ -19,8 +19,8 @@ use burn::module::Module;
 use burn::store::ModuleRecord;
 use burn::tensor::Device;
 use envrl::{
-    BehaviourCloning, Environment, IterationMetrics, ScoreRow, Tokenizer, Trainer, TrainerParts,
-    latest_checkpoint,
+    BehaviourCloning, Demonstration, Environment, IterationMetrics, ScoreRow, Tokenizer, Trainer,
+    TrainerParts, latest_checkpoint,
 };
 use envrl_algos::{AuxConfig, CausalLm, Pretrained};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -225,33 +225,31 @@ fn bar(len: usize, quiet: bool, what: &str) -> ProgressBar {
 }
 
 /// The tokenizer and the model: `tiny` builds a word tokenizer over everything the expert's
-/// episodes encode and a fresh model; a directory path loads a Hugging Face model and its
-/// tokenizer.
+/// episodes encode and a fresh model (and returns those episodes, encoded with it, for the warm
+/// start); a directory path loads a Hugging Face model and its tokenizer.
 fn load_model<E: Environment>(
     config: &RunConfig,
     setup: &EnvSetup<E>,
     dir: &Path,
     device: &Device,
-) -> Result<(Arc<dyn Tokenizer>, CausalLm)> {
+) -> Result<(Arc<dyn Tokenizer>, CausalLm, Option<Vec<Demonstration>>)> {
     if config.model == "tiny" {
         let collector = TextCollector::default();
-        (setup.demonstrate)(&collector, config.warmup.episodes);
-        let tokenizer = word_tokenizer(
-            collector.into_texts(),
-            &setup.environment,
-            &["Nothing happens."],
-        );
+        let demos = (setup.demonstrate)(&collector, config.warmup.episodes);
+        let tokenizer =
+            word_tokenizer(collector.texts(), &setup.environment, &["Nothing happens."]);
         tokenizer
             .save(dir.join("tokenizer.json"))
             .with_context(|| format!("writing {}", dir.join("tokenizer.json").display()))?;
+        let demos = collector.retokenize(demos, &tokenizer);
         let model = config
             .tiny
             .lm_config(tokenizer.vocab_size())
             .init(device, config.trainer.seed)?;
-        return Ok((Arc::new(tokenizer), model));
+        return Ok((Arc::new(tokenizer), model, Some(demos)));
     }
     let pretrained = Pretrained::load(&config.model, device)?;
-    Ok((Arc::new(pretrained.tokenizer), pretrained.model))
+    Ok((Arc::new(pretrained.tokenizer), pretrained.model, None))
 }
 
 /// The warm-started model in a run directory (`warmup.from` reads it).
@@ -297,7 +295,7 @@ fn train_with<E: Environment + 'static>(
     if config.gradient_checkpointing {
         device = device.gradient_checkpointing();
     }
-    let (tokenizer, mut model) = load_model(config, &setup, dir, &device)?;
+    let (tokenizer, mut model, demos) = load_model(config, &setup, dir, &device)?;
     if config.lora.rank > 0 {
         let total = model.num_params();
         model = model.with_lora(config.lora.rank, config.lora.alpha, config.trainer.seed);
@@ -318,7 +316,8 @@ fn train_with<E: Environment + 'static>(
             .map_err(|e| anyhow::anyhow!("loading the warm start {}: {e}", path.display()))?;
         say(format!("warm start: loaded {}", path.display()));
     } else if resume_from.is_none() && config.warmup.steps > 0 {
-        let demos = (setup.demonstrate)(tokenizer.as_ref(), config.warmup.episodes);
+        let demos = demos
+            .unwrap_or_else(|| (setup.demonstrate)(tokenizer.as_ref(), config.warmup.episodes));
         let won = demos.iter().filter(|d| d.won).count();
         let rows: Vec<ScoreRow> = demos.into_iter().flat_map(|d| d.rows).collect();
         warn_long_responses(&rows, config.trainer.sampling.max_new_tokens);
