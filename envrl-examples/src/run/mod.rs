@@ -224,6 +224,9 @@ fn bar(len: usize, quiet: bool, what: &str) -> ProgressBar {
     bar
 }
 
+/// A run's tokenizer and model, and for the tiny model the expert's episodes it was built from.
+type LoadedModel = (Arc<dyn Tokenizer>, CausalLm, Option<Vec<Demonstration>>);
+
 /// The tokenizer and the model: `tiny` builds a word tokenizer over everything the expert's
 /// episodes encode and a fresh model (and returns those episodes, encoded with it, for the warm
 /// start); a directory path loads a Hugging Face model and its tokenizer.
@@ -232,7 +235,7 @@ fn load_model<E: Environment>(
     setup: &EnvSetup<E>,
     dir: &Path,
     device: &Device,
-) -> Result<(Arc<dyn Tokenizer>, CausalLm, Option<Vec<Demonstration>>)> {
+) -> Result<LoadedModel> {
     if config.model == "tiny" {
         let collector = TextCollector::default();
         let demos = (setup.demonstrate)(&collector, config.warmup.episodes);
