@@ -271,7 +271,9 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Header, String> {
                 type_name(ggml_type)
             ));
         }
-        let len = (elements / block) * block_bytes;
+        let len = (elements / block)
+            .checked_mul(block_bytes)
+            .ok_or_else(|| format!("tensor `{name}`: shape {shape:?} overflows"))?;
         let start = usize::try_from(offset)
             .ok()
             .and_then(|o| o.checked_add(data_start))
@@ -360,6 +362,23 @@ mod tests {
         let embd = &header.tensors["token_embd.weight"];
         assert_eq!((embd.shape.clone(), embd.len), (vec![2, 4], 32));
         assert_eq!(header.tensors["blk.0.attn_q.weight"].len, 34);
+    }
+
+    /// Found by the `gguf_file` fuzz target: a shape whose element count fits in `usize` but
+    /// whose byte length does not (2³¹ × 2³¹ f32 values) is an error, not an overflow.
+    #[test]
+    fn a_shape_too_large_in_bytes_is_an_error() {
+        let mut bytes = sample_file();
+        let name = b"token_embd.weight";
+        let at = bytes.windows(name.len()).position(|w| w == name).unwrap() + name.len() + 4;
+        for dim in 0..2 {
+            bytes[at + 8 * dim..at + 8 * dim + 8].copy_from_slice(&(1u64 << 31).to_le_bytes());
+        }
+        let err = parse(&bytes).unwrap_err();
+        assert!(
+            err.contains("token_embd.weight") && err.contains("overflows"),
+            "{err}"
+        );
     }
 
     /// Seeded mutation fuzzing in the unit tests (the libFuzzer target `gguf_file` goes further):
