@@ -261,6 +261,11 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Header, String> {
                 type_name(ggml_type)
             )
         })?;
+        if shape.contains(&0) {
+            return Err(format!(
+                "tensor `{name}`: shape {shape:?} has an empty dimension"
+            ));
+        }
         let elements = shape
             .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(d))
@@ -365,7 +370,8 @@ mod tests {
     }
 
     /// Found by the `gguf_file` fuzz target: a shape whose element count fits in `usize` but
-    /// whose byte length does not (2³¹ × 2³¹ f32 values) is an error, not an overflow.
+    /// whose byte length does not (2³¹ × 2³¹ f32 values), or that has an empty dimension, is an
+    /// error, not an overflow.
     #[test]
     fn a_shape_too_large_in_bytes_is_an_error() {
         let mut bytes = sample_file();
