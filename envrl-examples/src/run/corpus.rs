@@ -21,11 +21,6 @@ impl TextCollector {
         self.texts.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The recorded texts.
-    pub fn into_texts(self) -> Vec<String> {
-        self.texts.into_inner().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Demonstrations recorded through this collector, encoded with `tokenizer` as if they had
     /// been recorded with it.
     pub fn retokenize(
