@@ -26,6 +26,11 @@ fn tiny_qwen2() -> Option<PathBuf> {
     None
 }
 
+/// The model directory's `reference.json` (transformers' logits and greedy tokens).
+fn reference(model: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(model.join("reference.json")).unwrap()).unwrap()
+}
+
 /// The relative L2 error of `envrl lm logits --dtype DTYPE` against the reference logits.
 fn logits_error(model: &Path, reference: &serde_json::Value, dtype: &str) -> f64 {
     let dir = tempfile::tempdir().unwrap();
@@ -65,9 +70,7 @@ fn half_precision_logits_stay_near_the_reference() {
     let Some(model) = tiny_qwen2() else {
         return;
     };
-    let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(model.join("reference.json")).unwrap())
-            .unwrap();
+    let reference = reference(&model);
     for (dtype, low, high) in [("bf16", 1e-4, 3e-2), ("f16", 1e-5, 5e-3)] {
         let error = logits_error(&model, &reference, dtype);
         assert!(
@@ -104,9 +107,7 @@ fn logits_and_greedy_generation_match_the_reference() {
     let Some(model) = tiny_qwen2() else {
         return;
     };
-    let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(model.join("reference.json")).unwrap())
-            .unwrap();
+    let reference = reference(&model);
     assert!(logits_error(&model, &reference, "f32") < 1e-4);
 
     let prompt = &reference["greedy"]["prompt"][0];

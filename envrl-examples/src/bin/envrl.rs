@@ -416,7 +416,7 @@ fn main() -> Result<()> {
                 eval_only: true,
                 eval_tag: None,
             };
-            envrl_examples::run::evaluate(&options, split.as_deref())?;
+            envrl_examples::run::evaluate(config, &options, split.as_deref())?;
         }
         Command::Replay {
             env:

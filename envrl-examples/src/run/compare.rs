@@ -33,7 +33,7 @@ impl FinishedRun {
     /// When a file is missing or malformed (a run that has not finished has no `eval.json`).
     pub fn load(dir: &Path, split: Option<&str>) -> Result<Self> {
         let config = RunConfig::from_toml_file(&dir.join("config.toml"))?;
-        let eval_path = dir.join(split.map_or("eval.json".into(), |s| format!("eval-{s}.json")));
+        let eval_path = super::eval_path(dir, split, ".json");
         let eval: Vec<EvalRow> =
             serde_json::from_str(&std::fs::read_to_string(&eval_path).with_context(|| {
                 format!("reading {} (has the run finished?)", eval_path.display())

@@ -119,15 +119,19 @@ pub fn run_example(env: &str) -> Result<()> {
     Ok(())
 }
 
-/// Evaluates the latest checkpoint of the run in `options.output_dir` (its `config.toml`) on the
-/// held-out tasks and writes `eval.md` and `eval.json`; with `split` (ALFWorld's `valid_seen` or
-/// `valid_unseen`), on that split instead, into `eval-<split>.md` and `eval-<split>.json`.
+/// Evaluates the latest checkpoint of the run in `options.output_dir`, whose `config.toml` is
+/// `config`, on the held-out tasks and writes `eval.md` and `eval.json`; with `split` (ALFWorld's
+/// `valid_seen` or `valid_unseen`), on that split instead, into `eval-<split>.md` and
+/// `eval-<split>.json`.
 ///
 /// # Errors
-/// When the run directory has no config or checkpoint, or they do not fit, or the split is
-/// unknown or the run is not an ALFWorld run on `ALFWORLD_DATA`.
-pub fn evaluate(options: &RunOptions, split: Option<&str>) -> Result<RunSummary> {
-    let mut config = RunConfig::from_toml_file(&options.output_dir.join("config.toml"))?;
+/// When the run directory has no checkpoint, or it does not fit, or the split is unknown or the
+/// run is not an ALFWorld run on `ALFWORLD_DATA`.
+pub fn evaluate(
+    mut config: RunConfig,
+    options: &RunOptions,
+    split: Option<&str>,
+) -> Result<RunSummary> {
     if let Some(split) = split {
         if config.env != "alfworld" || std::env::var_os("ALFWORLD_DATA").is_none() {
             bail!(
@@ -145,6 +149,15 @@ pub fn evaluate(options: &RunOptions, split: Option<&str>) -> Result<RunSummary>
         ..options.clone()
     };
     train(&config, &options)
+}
+
+/// A run directory's evaluation file: `eval<extension>`, or `eval-<tag><extension>` for an
+/// evaluation on another split (`envrl eval --split`).
+pub(crate) fn eval_path(dir: &Path, tag: Option<&str>, extension: &str) -> PathBuf {
+    dir.join(match tag {
+        Some(tag) => format!("eval-{tag}{extension}"),
+        None => format!("eval{extension}"),
+    })
 }
 
 /// The metrics of a run directory, in order.
@@ -393,12 +406,7 @@ fn train_with<E: Environment + 'static>(
         },
     )?
     .with_checkpoint_dir(dir.join("checkpoints"));
-    let eval_file = |extension: &str| {
-        dir.join(match &options.eval_tag {
-            Some(tag) => format!("eval-{tag}{extension}"),
-            None => format!("eval{extension}"),
-        })
-    };
+    let eval_file = |extension: &str| eval_path(dir, options.eval_tag.as_deref(), extension);
     let scores = setup.scores.clone();
     let evaluate = |trainer: &mut Trainer<envrl_algos::CausalLm, E>| {
         if let Some(log) = &scores {

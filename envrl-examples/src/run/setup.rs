@@ -81,11 +81,9 @@ pub fn alfworld_from(config: &RunConfig, data: Option<PathBuf>) -> Result<EnvSet
             let data = AlfworldData::open(&dir)?;
             let mut train = data.games(Split::Train, &types)?;
             train.truncate(config.tasks.train);
-            let split = if config.tasks.eval_split == "valid_seen" {
-                Split::ValidSeen
-            } else {
-                Split::ValidUnseen
-            };
+            let split = Split::from_folder(&config.tasks.eval_split).with_context(|| {
+                format!("unknown tasks.eval_split `{}`", config.tasks.eval_split)
+            })?;
             let mut eval = data.games(split, &types)?;
             eval.truncate(config.tasks.eval);
             let n = train.len();
