@@ -6,6 +6,7 @@ mod generate;
 mod gguf;
 mod hf;
 pub(crate) mod init;
+pub(crate) mod kernels;
 mod kv_cache;
 mod lora;
 mod mask;

@@ -1,11 +1,11 @@
 //! [`envrl::Policy`] for [`CausalLm`]: batched sampling and differentiable scoring.
 
-use burn::tensor::activation::log_softmax;
 use burn::tensor::{Int, Tensor, TensorData};
 use envrl::{Generation, Policy, SamplingParams, ScoreRow, TokenScores};
 use rand_chacha::ChaCha8Rng;
 
 use crate::lm::CausalLm;
+use crate::lm::kernels::token_logprobs;
 use crate::lm::qwen2::TokenBatch;
 
 /// The pad id used for generation; its positions are masked, so any id works.
@@ -28,16 +28,13 @@ impl Policy for CausalLm {
         let targeted = self.target_hidden(rows);
         let [n, width, _] = targeted.hidden.dims();
         let device = self.device();
-        let logp_all = log_softmax(self.logits(targeted.hidden), 2);
+        let logits = self.logits(targeted.hidden);
+        let vocab = logits.dims()[2];
         let targets =
-            Tensor::<3, Int>::from_data(TensorData::new(targeted.targets, [n, width, 1]), &device);
-        let logprobs = logp_all.clone().gather(2, targets).reshape([n, width]);
-        let entropy = with_entropy.then(|| {
-            (logp_all.clone().exp() * logp_all)
-                .sum_dim(2)
-                .neg()
-                .reshape([n, width])
-        });
+            Tensor::<1, Int>::from_data(TensorData::new(targeted.targets, [n * width]), &device);
+        let (logprobs, entropy) = token_logprobs(logits.reshape([n * width, vocab]), targets);
+        let logprobs = logprobs.reshape([n, width]);
+        let entropy = with_entropy.then(|| entropy.reshape([n, width]));
         TokenScores {
             logprobs,
             entropy,

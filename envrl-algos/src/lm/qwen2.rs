@@ -7,7 +7,6 @@
 
 use burn::module::{Module, Param};
 use burn::nn::Linear;
-use burn::tensor::activation::silu;
 use burn::tensor::module::{attention, embedding};
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Device, Int, Tensor, TensorData};
@@ -15,6 +14,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::lm::init::{self, normal, param};
+use crate::lm::kernels::{rms_norm, softmax_rows, swiglu};
 use crate::lm::mask::attention_bias;
 use crate::lm::rope::RopeTables;
 use crate::lm::{KvCache, LmConfig};
@@ -32,8 +32,7 @@ impl RmsNorm {
     /// # Shapes
     /// - `x`: `[batch, seq, d_model]`; returns the same shape.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        let rms = (x.clone().square().mean_dim(2) + self.eps).sqrt();
-        (x / rms) * self.weight.val().unsqueeze::<3>()
+        rms_norm(x, self.weight.val(), self.eps as f32)
     }
 }
 
@@ -52,7 +51,10 @@ impl Mlp {
     /// # Shapes
     /// - `x`: `[batch, seq, d_model]`; returns the same shape.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        let hidden = silu(project(&self.gate_proj, x.clone())) * project(&self.up_proj, x);
+        let hidden = swiglu(
+            project(&self.gate_proj, x.clone()),
+            project(&self.up_proj, x),
+        );
         project(&self.down_proj, hidden)
     }
 }
@@ -109,17 +111,43 @@ impl Attention {
         };
         let k = repeat_kv(k, h / kvh);
         let v = repeat_kv(v, h / kvh);
-        let options = AttentionModuleOptions {
-            scale: None,
-            softcap: None,
-            is_causal: bias.is_none(),
+        let out = if q.is_tracked() {
+            attention_for_training(q, k, v, bias)
+        } else {
+            let options = AttentionModuleOptions {
+                scale: None,
+                softcap: None,
+                is_causal: bias.is_none(),
+            };
+            attention(q, k, v, None, bias, options)
         };
-        let out = attention(q, k, v, None, bias, options);
         project(
             &self.o_proj,
             out.swap_dims(1, 2).reshape([batch, seq, h * hd]),
         )
     }
+}
+
+/// `softmax(q·kᵀ / √d + bias) · v` as two products around the fused softmax kernel, whose
+/// backward pass keeps only the probabilities. Burn's `attention` op is one fused kernel on
+/// flex for inference, but under autodiff it records a dozen element-wise steps.
+///
+/// # Shapes
+/// - `q`: `[batch, heads, seq, head_dim]`, `k` and `v`: `[batch, heads, kv_seq, head_dim]`
+/// - `bias`: as in [`Attention::forward`]; `None` for causal attention
+fn attention_for_training(
+    q: Tensor<4>,
+    k: Tensor<4>,
+    v: Tensor<4>,
+    bias: Option<Tensor<4>>,
+) -> Tensor<4> {
+    let scale = 1.0 / (q.dims()[3] as f32).sqrt();
+    let scores = q.matmul(k.transpose());
+    let probs = match bias {
+        Some(bias) => softmax_rows(scores * scale + bias, 1.0, false),
+        None => softmax_rows(scores, scale, true),
+    };
+    probs.matmul(v)
 }
 
 /// `x · W + b` for `x` of `[batch, seq, d_in]`, as one 2-D product over all `batch · seq` rows.
