@@ -58,10 +58,11 @@ pub use rollout::{
 pub use rollout::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots};
 #[cfg(feature = "burn")]
 pub use trainer::{
-    BehaviourCloning, CHECKPOINT_FORMAT, CheckpointState, EVAL_SEED_OFFSET, EvalReport,
-    LoadedCheckpoint, PolicyLoss, PolicyLossInput, PolicyLossOutput, Trainer, TrainerParts,
-    checkpoint_name, checkpoints_to_delete, clip_global_grad_norm, global_grad_norm,
-    latest_checkpoint, load_checkpoint, pad_rows, prune_checkpoints, save_checkpoint,
+    AdamWKernel, AdamWStep, BehaviourCloning, CHECKPOINT_FORMAT, CheckpointState, EVAL_SEED_OFFSET,
+    EvalReport, FusedAdamW, LoadedCheckpoint, PolicyLoss, PolicyLossInput, PolicyLossOutput,
+    Trainer, TrainerParts, checkpoint_name, checkpoints_to_delete, clip_global_grad_norm,
+    global_grad_norm, latest_checkpoint, load_checkpoint, pad_rows, prune_checkpoints,
+    save_checkpoint,
 };
 pub use trainer::{
     IterationMetrics, JsonlSink, MetricsSink, Schedule, TrainerConfig, TrainerConfigBuilder,

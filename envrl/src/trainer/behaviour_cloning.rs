@@ -1,11 +1,11 @@
-use burn::optim::{AdamWConfig, GradientsParams};
+use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, TensorData};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use crate::auxiliary::token_mean_cross_entropy;
 use crate::policy::{Policy, ScoreRow};
-use crate::trainer::clip_global_grad_norm;
+use crate::trainer::{FusedAdamW, clip_global_grad_norm};
 
 /// Settings of supervised behaviour cloning (a warm start before RL).
 #[derive(Debug, Clone, PartialEq)]
@@ -47,10 +47,7 @@ impl BehaviourCloning {
         rng: &mut ChaCha8Rng,
         on_step: &mut dyn FnMut(usize, f32),
     ) -> (P, Vec<f32>) {
-        let mut optimizer = AdamWConfig::new()
-            .with_weight_decay(0.01)
-            .with_epsilon(1e-8)
-            .init();
+        let mut optimizer = FusedAdamW::new(1e-8, 0.01).init();
         let mut order: Vec<usize> = (0..examples.len()).collect();
         let mut cursor = order.len();
         let mut losses = Vec::with_capacity(self.steps);

@@ -1,6 +1,8 @@
 //! Learning: the trainer loop, its config, weight schedules, checkpoints and metrics.
 
 #[cfg(feature = "burn")]
+mod adamw;
+#[cfg(feature = "burn")]
 mod behaviour_cloning;
 #[cfg(feature = "burn")]
 mod checkpoint;
@@ -13,6 +15,8 @@ mod policy_loss;
 mod schedule;
 #[cfg(feature = "burn")]
 mod training_loop;
+#[cfg(feature = "burn")]
+pub use adamw::{AdamWKernel, AdamWStep, FusedAdamW};
 #[cfg(feature = "burn")]
 pub use behaviour_cloning::*;
 #[cfg(feature = "burn")]

@@ -2,7 +2,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use burn::optim::{AdamWConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -14,6 +14,7 @@ use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::policy::{Policy, SamplingParams, ScoreRow, Tokenizer};
 use crate::rollout::{ActionParser, PromptBuilder, RolloutEngine, RolloutStats, grouped_slots};
+use crate::trainer::FusedAdamW;
 use crate::trainer::{
     CHECKPOINT_FORMAT, CheckpointState, IterationMetrics, MetricsSink, PolicyLoss, PolicyLossInput,
     TrainerConfig, clip_global_grad_norm, load_checkpoint, prune_checkpoints, save_checkpoint,
@@ -77,10 +78,7 @@ pub struct Trainer<P: Policy, E: Environment> {
 /// AdamW with the config's weight decay (betas 0.9/0.999, ε 1e-8; clipping is global and done
 /// by the trainer).
 fn adamw(config: &TrainerConfig) -> ModuleOptimizer {
-    AdamWConfig::new()
-        .with_weight_decay(config.weight_decay as f32)
-        .with_epsilon(1e-8)
-        .init()
+    FusedAdamW::new(1e-8, config.weight_decay as f32).init()
 }
 
 impl<P, E> Trainer<P, E>

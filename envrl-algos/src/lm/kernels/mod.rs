@@ -16,6 +16,9 @@
 //! [`token_logprobs`]) take and return [`Tensor`]s and route through Burn's `Dispatch`
 //! backend.
 
+// burn-tch is deprecated upstream; libtorch stays one of our backends.
+#![allow(deprecated)]
+
 mod autodiff;
 pub(crate) mod fast_math;
 mod flex;
