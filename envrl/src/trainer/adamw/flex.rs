@@ -66,20 +66,17 @@ impl AdamWKernel for Flex {
             m.storage_mut::<f32>(),
             v.storage_mut::<f32>(),
         );
-        let run = |((p, g), (m, v)): ((&mut [f32], &[f32]), (&mut [f32], &mut [f32]))| {
+        let run = |p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32]| {
             pulp::Arch::new().dispatch(|| update(p, g, m, v, &step))
         };
         if p.len() <= TASK_ELEMENTS {
-            run(((p, grad), (m_data, v_data)));
+            run(p, grad, m_data, v_data);
         } else {
             p.par_chunks_mut(TASK_ELEMENTS)
                 .zip(grad.par_chunks(TASK_ELEMENTS))
-                .zip(
-                    m_data
-                        .par_chunks_mut(TASK_ELEMENTS)
-                        .zip(v_data.par_chunks_mut(TASK_ELEMENTS)),
-                )
-                .for_each(run);
+                .zip(m_data.par_chunks_mut(TASK_ELEMENTS))
+                .zip(v_data.par_chunks_mut(TASK_ELEMENTS))
+                .for_each(|(((p, g), m), v)| run(p, g, m, v));
         }
         (param, m, v)
     }

@@ -48,7 +48,7 @@ impl AdamWStep {
     /// The factor the parameter is multiplied by before the update, `None` without decay.
     fn decay_factor(&self) -> Option<f32> {
         let rate = self.lr * self.weight_decay as f64;
-        (rate != 0.0).then(|| (1.0 - rate) as f32)
+        (rate != 0.0).then_some((1.0 - rate) as f32)
     }
 }
 
