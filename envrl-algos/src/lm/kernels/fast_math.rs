@@ -48,26 +48,47 @@ fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + exp(-x))
 }
 
-/// Σ `f(i)` for `i < len`, in 16 independent lanes so that the loop vectorises (a single
-/// running `f32` sum cannot be reordered by the compiler).
-#[inline(always)]
-fn lane_sum(len: usize, f: impl Fn(usize) -> f32) -> f32 {
-    const LANES: usize = 16;
-    let mut acc = [0.0f32; LANES];
-    let full = len / LANES * LANES;
-    for start in (0..full).step_by(LANES) {
-        for (lane, a) in acc.iter_mut().enumerate() {
-            *a += f(start + lane);
+/// Lanes of the reductions below: 16 independent partial results, so that the loops
+/// vectorise (a single running `f32` sum or maximum cannot be reordered by the compiler).
+const LANES: usize = 16;
+
+/// Reduces `f` over the elements of equal-length slices, lane by lane, then the lanes.
+macro_rules! lane_reduce {
+    ($init:expr, $combine:expr, |$($x:ident in $xs:ident),+| $body:expr) => {{
+        let combine = $combine;
+        let mut acc = [$init; LANES];
+        let len = [$($xs.len()),+].into_iter().min().unwrap_or(0);
+        $(let $x = &$xs[..len];)+
+        let full = len / LANES * LANES;
+        let mut start = 0;
+        while start < full {
+            $(let chunk_x: &[f32; LANES] = $x[start..start + LANES].try_into().expect("a full chunk");
+              let $x = chunk_x;)+
+            for lane in 0..LANES {
+                $(let $x = $x[lane];)+
+                acc[lane] = combine(acc[lane], $body);
+            }
+            start += LANES;
         }
-    }
-    let tail: f32 = (full..len).map(&f).sum();
-    acc.iter().sum::<f32>() + tail
+        let mut total = $init;
+        for i in full..len {
+            $(let $x = $x[i];)+
+            total = combine(total, $body);
+        }
+        acc.into_iter().fold(total, combine)
+    }};
 }
 
-/// The largest element (−∞ for an empty slice).
+/// Σ xᵢ.
+#[inline(always)]
+fn sum(xs: &[f32]) -> f32 {
+    lane_reduce!(0.0f32, |a: f32, b: f32| a + b, |x in xs| x)
+}
+
+/// The largest element (−∞ for an empty slice; NaNs are skipped).
 #[inline(always)]
 fn max(xs: &[f32]) -> f32 {
-    xs.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v))
+    lane_reduce!(f32::NEG_INFINITY, |a: f32, b: f32| if b > a { b } else { a }, |x in xs| x)
 }
 
 /// Softmax of one row of attention scores in place: `softmax(scale · row[..valid])`, zeros
@@ -82,15 +103,14 @@ pub(crate) fn softmax_row(row: &mut [f32], scale: f32, valid: usize) {
         return;
     }
     seen.iter_mut().for_each(|v| *v = exp(*v * scale - top));
-    let inv = 1.0 / lane_sum(seen.len(), |i| seen[i]).max(f32::MIN_POSITIVE);
+    let inv = 1.0 / sum(seen).max(f32::MIN_POSITIVE);
     seen.iter_mut().for_each(|v| *v *= inv);
 }
 
 /// Gradient of [`softmax_row`] in place of `grad`: `scale · p ⊙ (g − Σ g ⊙ p)`.
 #[inline(always)]
 pub(crate) fn softmax_row_backward(probs: &[f32], grad: &mut [f32], scale: f32) {
-    let probs = &probs[..grad.len()];
-    let dot = lane_sum(grad.len(), |i| probs[i] * grad[i]);
+    let dot = lane_reduce!(0.0f32, |a: f32, b: f32| a + b, |p in probs, g in grad| p * g);
     for (g, p) in grad.iter_mut().zip(probs) {
         *g = scale * p * (*g - dot);
     }
@@ -118,7 +138,7 @@ pub(crate) fn swiglu_backward(gate: &[f32], up: &mut [f32], grad: &mut [f32]) {
 /// `1 / sqrt(mean(x²) + eps)` of one row.
 #[inline(always)]
 fn inverse_rms(x: &[f32], eps: f32) -> f32 {
-    let mean_square = lane_sum(x.len(), |i| x[i] * x[i]) / x.len() as f32;
+    let mean_square = lane_reduce!(0.0f32, |a: f32, b: f32| a + b, |v in x| v * v) / x.len() as f32;
     1.0 / (mean_square + eps).sqrt()
 }
 
@@ -141,9 +161,9 @@ pub(crate) fn rms_norm_row_backward(
     grad: &mut [f32],
     weight_grad: &mut [f32],
 ) {
-    let (x, weight) = (&x[..grad.len()], &weight[..grad.len()]);
     let inv = inverse_rms(x, eps);
-    let dot = lane_sum(grad.len(), |i| x[i] * weight[i] * grad[i]);
+    let dot =
+        lane_reduce!(0.0f32, |a: f32, b: f32| a + b, |v in x, w in weight, g in grad| v * w * g);
     let coefficient = inv * inv * inv * dot / x.len() as f32;
     for (((g, &x), &w), wg) in grad
         .iter_mut()
@@ -169,8 +189,9 @@ pub(crate) fn logprob_entropy_row(
     for (e, &z) in scratch.iter_mut().zip(logits) {
         *e = exp(z - top);
     }
-    let sum = lane_sum(logits.len(), |i| scratch[i]);
-    let weighted = lane_sum(logits.len(), |i| scratch[i] * (logits[i] - top));
+    let sum = sum(scratch);
+    let weighted =
+        lane_reduce!(0.0f32, |a: f32, b: f32| a + b, |e in scratch, z in logits| e * (z - top));
     let log_sum = sum.ln();
     let logprob = logits[target] - top - log_sum;
     // H = −Σ p log p = log Σe − Σ p (z − max)
