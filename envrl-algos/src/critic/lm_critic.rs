@@ -9,10 +9,10 @@
 use std::path::Path;
 
 use burn::module::Module;
-use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
+use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::store::ModuleRecord;
 use burn::tensor::{Device, Tensor};
-use envrl::{Critic, ScoreRow, clip_global_grad_norm, pad_rows};
+use envrl::{Critic, FusedAdamW, ScoreRow, clip_global_grad_norm, pad_rows};
 use serde::{Deserialize, Serialize};
 
 use crate::critic::ValueModel;
@@ -67,10 +67,7 @@ impl LmCritic {
     /// A critic initialised from `policy` (which lives on an autodiff device, like the
     /// trainer's).
     pub fn new(policy: &CausalLm, config: CriticConfig) -> Self {
-        let optimizer = AdamWConfig::new()
-            .with_weight_decay(config.weight_decay as f32)
-            .with_epsilon(1e-8)
-            .init();
+        let optimizer = FusedAdamW::new(1e-8, config.weight_decay as f32).init();
         Self {
             model: ValueModel::from_policy(policy),
             optimizer,
@@ -187,10 +184,7 @@ impl Critic for LmCritic {
             .clone()
             .try_load_record(record)
             .map_err(|e| fail(CRITIC_FILE, e.to_string()))?;
-        let optimizer = AdamWConfig::new()
-            .with_weight_decay(self.config.weight_decay as f32)
-            .with_epsilon(1e-8)
-            .init();
+        let optimizer = FusedAdamW::new(1e-8, self.config.weight_decay as f32).init();
         self.optimizer = optimizer
             .load(dir.join(CRITIC_OPTIMIZER_FILE))
             .map_err(|e| fail(CRITIC_OPTIMIZER_FILE, e.to_string()))?;
