@@ -2,6 +2,8 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 
+use crate::lm::kernels::rope;
+
 /// Cosine and sine tables for given positions, `[batch, 1, seq, head_dim]` each.
 #[derive(Debug, Clone)]
 pub struct RopeTables {
@@ -47,11 +49,6 @@ impl RopeTables {
 
     /// Rotates `x` (`[batch, heads, seq, head_dim]`): `x·cos + rotate_half(x)·sin`.
     pub fn apply(&self, x: Tensor<4>) -> Tensor<4> {
-        let head_dim = x.dims()[3];
-        let half = head_dim / 2;
-        let x1 = x.clone().narrow(3, 0, half);
-        let x2 = x.clone().narrow(3, half, half);
-        let rotated = Tensor::cat(vec![x2.neg(), x1], 3);
-        x * self.cos.clone() + rotated * self.sin.clone()
+        rope(x, self.cos.clone(), self.sin.clone())
     }
 }

@@ -40,6 +40,21 @@ impl<B: LmKernels> Backward<B, 1> for SoftmaxRows {
 }
 
 #[derive(Debug)]
+struct Rope;
+
+impl<B: LmKernels> Backward<B, 1> for Rope {
+    /// The cosine and sine tables (constants).
+    type State = (FloatTensor<B>, FloatTensor<B>);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let (cos, sin) = ops.state;
+        unary::<B, _>(ops.parents, ops.node, grads, |grad| {
+            B::rope_backward(grad, cos, sin)
+        });
+    }
+}
+
+#[derive(Debug)]
 struct Swiglu;
 
 impl<B: LmKernels> Backward<B, 2> for Swiglu {
@@ -99,6 +114,23 @@ impl<B: LmKernels, C: CheckpointStrategy> LmKernels for Autodiff<B, C> {
                 prep.finish((probs.clone(), scale), probs)
             }
             OpsKind::UnTracked(prep) => prep.finish(B::softmax_rows(scores, scale, causal)),
+        }
+    }
+
+    /// The tables are constants: no gradient flows to them.
+    fn rope(
+        x: FloatTensor<Self>,
+        cos: FloatTensor<Self>,
+        sin: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let (x, node) = x.into_parts();
+        let (cos, sin) = (cos.into_primitive(), sin.into_primitive());
+        match Rope.prepare::<C>([node]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let out = B::rope(x, cos.clone(), sin.clone());
+                prep.finish((cos, sin), out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::rope(x, cos, sin)),
         }
     }
 

@@ -176,6 +176,36 @@ pub(crate) fn rms_norm_row_backward(
     }
 }
 
+/// Rotary embedding of one head row in place: `x·cos + rotate_half(x)·sin`, where
+/// `rotate_half([x₁ | x₂]) = [−x₂ | x₁]`.
+#[inline(always)]
+pub(crate) fn rope_row(row: &mut [f32], cos: &[f32], sin: &[f32]) {
+    let half = row.len() / 2;
+    let (x1, x2) = row.split_at_mut(half);
+    let (c1, c2) = cos.split_at(half);
+    let (s1, s2) = sin.split_at(half);
+    for i in 0..half.min(x2.len()).min(c2.len()).min(s2.len()) {
+        let (a, b) = (x1[i], x2[i]);
+        x1[i] = a * c1[i] - b * s1[i];
+        x2[i] = b * c2[i] + a * s2[i];
+    }
+}
+
+/// Gradient of [`rope_row`] in place of `grad`: `g·cos + rotate_halfᵀ(g·sin)`, where
+/// `rotate_halfᵀ([y₁ | y₂]) = [y₂ | −y₁]`.
+#[inline(always)]
+pub(crate) fn rope_row_backward(grad: &mut [f32], cos: &[f32], sin: &[f32]) {
+    let half = grad.len() / 2;
+    let (g1, g2) = grad.split_at_mut(half);
+    let (c1, c2) = cos.split_at(half);
+    let (s1, s2) = sin.split_at(half);
+    for i in 0..half.min(g2.len()).min(c2.len()).min(s2.len()) {
+        let (a, b) = (g1[i], g2[i]);
+        g1[i] = a * c1[i] + b * s2[i];
+        g2[i] = b * c2[i] - a * s1[i];
+    }
+}
+
 /// Log-probability of `target` and entropy of the softmax of one row of logits; `scratch`
 /// (as long as the row) is overwritten.
 #[inline(always)]

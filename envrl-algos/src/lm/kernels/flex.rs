@@ -76,6 +76,50 @@ fn target_ids(targets: &FlexTensor, vocab: usize) -> Vec<usize> {
         .collect()
 }
 
+/// Contiguous `f32` RoPE tables when `x` is `f32` `[b, h, s, d]` with an even `d` and the tables
+/// are `[b, 1, s, d]`; `None` otherwise.
+fn rope_tables(
+    x: &FlexTensor,
+    cos: &FlexTensor,
+    sin: &FlexTensor,
+) -> Option<(FlexTensor, FlexTensor)> {
+    let shape = x.layout().shape();
+    let table = cos.layout().shape();
+    let fits = x.dtype() == DType::F32
+        && shape.num_dims() == 4
+        && shape[3] % 2 == 0
+        && table.num_dims() == 4
+        && table[..] == [shape[0], 1, shape[2], shape[3]]
+        && sin.layout().shape() == table;
+    if !fits {
+        return None;
+    }
+    Some((contiguous_f32(cos)?, contiguous_f32(sin)?))
+}
+
+/// Applies a RoPE row kernel to every head row of `x` in place (a contiguous copy when `x` is
+/// strided or shared), with the table row of its batch and position.
+fn apply_rope(
+    x: FlexTensor,
+    cos: &FlexTensor,
+    sin: &FlexTensor,
+    row_kernel: fn(&mut [f32], &[f32], &[f32]),
+) -> FlexTensor {
+    let shape = x.layout().shape().clone();
+    let (heads, seq, d) = (shape[1], shape[2], shape[3]);
+    let (cos, sin) = (cos.storage::<f32>(), sin.storage::<f32>());
+    let mut out = writable(x);
+    for_rows(out.storage_mut::<f32>(), d, |first, data| {
+        for (i, row) in data.chunks_exact_mut(d).enumerate() {
+            let r = first + i;
+            let (batch, position) = (r / (heads * seq), r % seq);
+            let table = (batch * seq + position) * d;
+            row_kernel(row, &cos[table..table + d], &sin[table..table + d]);
+        }
+    });
+    out
+}
+
 impl LmKernels for Flex {
     fn softmax_rows(scores: FloatTensor<Self>, scale: f32, causal: bool) -> FloatTensor<Self> {
         if scores.dtype() != DType::F32 {
@@ -118,6 +162,28 @@ impl LmKernels for Flex {
             }
         });
         grad
+    }
+
+    fn rope(
+        x: FloatTensor<Self>,
+        cos: FloatTensor<Self>,
+        sin: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        match rope_tables(&x, &cos, &sin) {
+            Some((cos, sin)) => apply_rope(x, &cos, &sin, fast_math::rope_row),
+            None => reference::rope::<Self>(x, cos, sin),
+        }
+    }
+
+    fn rope_backward(
+        grad: FloatTensor<Self>,
+        cos: FloatTensor<Self>,
+        sin: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        match rope_tables(&grad, &cos, &sin) {
+            Some((cos, sin)) => apply_rope(grad, &cos, &sin, fast_math::rope_row_backward),
+            None => reference::rope_backward::<Self>(grad, cos, sin),
+        }
     }
 
     fn swiglu(gate: FloatTensor<Self>, up: FloatTensor<Self>) -> FloatTensor<Self> {

@@ -2,7 +2,7 @@
 //!
 //! Each kernel replaces a chain of element-wise tensor operations that Burn would run (and
 //! record for the backward pass) one by one: the attention softmax with its causal mask,
-//! the SwiGLU activation, RMSNorm, and the log-probability of the target tokens with the
+//! rotary embeddings, the SwiGLU activation, RMSNorm, and the log-probability of the target tokens with the
 //! entropy. Each has a forward and a backward kernel:
 //!
 //! - on **flex** (the CPU backend) they are single passes over the rows with a vectorised
@@ -50,6 +50,25 @@ pub trait LmKernels: Backend {
         scale: f32,
     ) -> FloatTensor<Self> {
         reference::softmax_rows_backward::<Self>(probs, grad, scale)
+    }
+
+    /// Rotary embedding `x·cos + rotate_half(x)·sin` of `x` `[batch, heads, seq, head_dim]`
+    /// with tables `[batch, 1, seq, head_dim]`.
+    fn rope(
+        x: FloatTensor<Self>,
+        cos: FloatTensor<Self>,
+        sin: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        reference::rope::<Self>(x, cos, sin)
+    }
+
+    /// Gradient of [`rope`](LmKernels::rope) with respect to `x`.
+    fn rope_backward(
+        grad: FloatTensor<Self>,
+        cos: FloatTensor<Self>,
+        sin: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        reference::rope_backward::<Self>(grad, cos, sin)
     }
 
     /// `silu(gate) · up`.
@@ -114,6 +133,18 @@ pub fn softmax_rows<const D: usize>(scores: Tensor<D>, scale: f32, causal: bool)
         scores.into_dispatch(),
         scale,
         causal,
+    ))
+}
+
+/// Rotary position embedding: `x·cos + rotate_half(x)·sin`.
+///
+/// # Shapes
+/// - `x`: `[batch, heads, seq, head_dim]`, `cos` and `sin`: `[batch, 1, seq, head_dim]`
+pub fn rope(x: Tensor<4>, cos: Tensor<4>, sin: Tensor<4>) -> Tensor<4> {
+    Tensor::from_dispatch(<Dispatch as LmKernels>::rope(
+        x.into_dispatch(),
+        cos.into_dispatch(),
+        sin.into_dispatch(),
     ))
 }
 

@@ -73,6 +73,44 @@ pub(crate) fn softmax_rows_backward<B: Backend>(
     B::float_mul_scalar(grad, (scale as f64).into())
 }
 
+/// The two halves of the last dimension of a rank-4 tensor.
+fn halves<B: Backend>(x: FloatTensor<B>) -> (FloatTensor<B>, FloatTensor<B>) {
+    let shape = x.shape();
+    let half = shape[3] / 2;
+    let part = |range: std::ops::Range<usize>| {
+        let slices = [
+            (0..shape[0]).into(),
+            (0..shape[1]).into(),
+            (0..shape[2]).into(),
+            range.into(),
+        ];
+        B::float_slice(x.clone(), &slices)
+    };
+    (part(0..half), part(half..2 * half))
+}
+
+/// See [`LmKernels::rope`](super::LmKernels::rope).
+pub(crate) fn rope<B: Backend>(
+    x: FloatTensor<B>,
+    cos: FloatTensor<B>,
+    sin: FloatTensor<B>,
+) -> FloatTensor<B> {
+    let (x1, x2) = halves::<B>(x.clone());
+    let rotated = B::float_cat(vec![B::float_neg(x2), x1], 3);
+    B::float_add(B::float_mul(x, cos), B::float_mul(rotated, sin))
+}
+
+/// See [`LmKernels::rope_backward`](super::LmKernels::rope_backward).
+pub(crate) fn rope_backward<B: Backend>(
+    grad: FloatTensor<B>,
+    cos: FloatTensor<B>,
+    sin: FloatTensor<B>,
+) -> FloatTensor<B> {
+    let (y1, y2) = halves::<B>(B::float_mul(grad.clone(), sin));
+    let rotated = B::float_cat(vec![y2, B::float_neg(y1)], 3);
+    B::float_add(B::float_mul(grad, cos), rotated)
+}
+
 /// See [`LmKernels::swiglu`](super::LmKernels::swiglu).
 pub(crate) fn swiglu<B: Backend>(gate: FloatTensor<B>, up: FloatTensor<B>) -> FloatTensor<B> {
     let silu = B::float_mul(gate.clone(), B::sigmoid(gate));

@@ -4,7 +4,7 @@
 use burn::backend::Dispatch;
 use burn::tensor::{DType, Device, Distribution, Int, Tensor, TensorData};
 
-use super::{reference, rms_norm, softmax_rows, swiglu, token_logprobs};
+use super::{reference, rms_norm, rope, softmax_rows, swiglu, token_logprobs};
 
 fn device() -> Device {
     Device::flex()
@@ -206,4 +206,43 @@ fn rms_norm_and_logprob_gradients_match_the_composition() {
         z.grad(&grads).unwrap()
     };
     assert!(max_abs_diff(grads(true), grads(false)) < 1e-5);
+}
+
+#[test]
+fn rope_matches_the_composition_on_strided_input_with_its_gradient() {
+    let device = device();
+    // A swapped view, as the attention passes it: [b, s, h, d] → [b, h, s, d].
+    let base = random([2, 70, 3, 16], &device);
+    let x = base.clone().swap_dims(1, 2);
+    let (cos, sin) = (
+        random([2, 1, 70, 16], &device),
+        random([2, 1, 70, 16], &device),
+    );
+    let expected = reference_tensor(|| {
+        reference::rope::<Dispatch>(
+            x.clone().into_dispatch(),
+            cos.clone().into_dispatch(),
+            sin.clone().into_dispatch(),
+        )
+    });
+    assert!(max_abs_diff(rope(x.clone(), cos.clone(), sin.clone()), expected) < 1e-5);
+    let ad = device.autodiff();
+    let (cos, sin) = (
+        Tensor::<4>::from_data(cos.into_data(), &ad),
+        Tensor::<4>::from_data(sin.into_data(), &ad),
+    );
+    assert_same_gradients(
+        [base],
+        |[x]: &[Tensor<4>; 1]| rope(x.clone().swap_dims(1, 2), cos.clone(), sin.clone()),
+        |[x]: &[Tensor<4>; 1]| {
+            reference_tensor(|| {
+                reference::rope::<Dispatch>(
+                    x.clone().swap_dims(1, 2).into_dispatch(),
+                    cos.clone().into_dispatch(),
+                    sin.clone().into_dispatch(),
+                )
+            })
+        },
+        1e-4,
+    );
 }
