@@ -14,7 +14,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::lm::init::{self, normal, param};
-use crate::lm::kernels::{rms_norm, softmax_rows, swiglu};
+use crate::lm::kernels::{matmul, rms_norm, softmax_rows, swiglu};
 use crate::lm::mask::attention_bias;
 use crate::lm::rope::RopeTables;
 use crate::lm::{KvCache, LmConfig};
@@ -142,12 +142,12 @@ fn attention_for_training(
     bias: Option<Tensor<4>>,
 ) -> Tensor<4> {
     let scale = 1.0 / (q.dims()[3] as f32).sqrt();
-    let scores = q.matmul(k.transpose());
+    let scores = matmul(q, k.transpose());
     let probs = match bias {
         Some(bias) => softmax_rows(scores * scale + bias, 1.0, false),
         None => softmax_rows(scores, scale, true),
     };
-    probs.matmul(v)
+    matmul(probs, v)
 }
 
 /// `x · W + b` for `x` of `[batch, seq, d_in]`, as one 2-D product over all `batch · seq` rows.
@@ -157,7 +157,7 @@ pub(crate) fn project(linear: &Linear, x: Tensor<3>) -> Tensor<3> {
     let [batch, seq, d_in] = x.dims();
     let weight = linear.weight.val();
     let d_out = weight.dims()[1];
-    let y = x.reshape([batch * seq, d_in]).matmul(weight);
+    let y = matmul(x.reshape([batch * seq, d_in]), weight);
     let y = match &linear.bias {
         Some(bias) => y + bias.val().unsqueeze::<2>(),
         None => y,
@@ -382,10 +382,11 @@ impl CausalLm {
                 let [batch, seq, d_model] = hidden.dims();
                 let embedding = self.model.embed_tokens.val();
                 let vocab = embedding.dims()[0];
-                hidden
-                    .reshape([batch * seq, d_model])
-                    .matmul(embedding.transpose())
-                    .reshape([batch, seq, vocab])
+                matmul(
+                    hidden.reshape([batch * seq, d_model]),
+                    embedding.transpose(),
+                )
+                .reshape([batch, seq, vocab])
             }
         }
     }

@@ -2,6 +2,7 @@
 //! inner backend's backward kernel.
 
 use burn::backend::Autodiff;
+use burn::backend::TensorMetadata;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -22,6 +23,31 @@ macro_rules! register_pair {
             $grads.register::<B>(node.id, second);
         }
     }};
+}
+
+#[derive(Debug)]
+struct Matmul;
+
+impl<B: LmKernels> Backward<B, 2> for Matmul {
+    /// Both operands.
+    type State = (FloatTensor<B>, FloatTensor<B>);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let Ops {
+            parents: [lhs_parent, rhs_parent],
+            node,
+            state: (lhs, rhs),
+        } = ops;
+        let grad = grads.consume::<B>(&node);
+        let rank = grad.shape().num_dims();
+        let transpose = |t| B::float_swap_dims(t, rank - 2, rank - 1);
+        if let Some(parent) = lhs_parent {
+            grads.register::<B>(parent.id, B::matmul(grad.clone(), transpose(rhs)));
+        }
+        if let Some(parent) = rhs_parent {
+            grads.register::<B>(parent.id, B::matmul(transpose(lhs), grad));
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -106,6 +132,21 @@ impl<B: LmKernels> Backward<B, 1> for TokenLogprobs {
 }
 
 impl<B: LmKernels, C: CheckpointStrategy> LmKernels for Autodiff<B, C> {
+    fn matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {
+        let ((lhs, lhs_node), (rhs, rhs_node)) = (lhs.into_parts(), rhs.into_parts());
+        match Matmul
+            .prepare::<C>([lhs_node, rhs_node])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let out = B::matmul(lhs.clone(), rhs.clone());
+                prep.finish((lhs, rhs), out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::matmul(lhs, rhs)),
+        }
+    }
+
     fn softmax_rows(scores: FloatTensor<Self>, scale: f32, causal: bool) -> FloatTensor<Self> {
         let (scores, node) = scores.into_parts();
         match SoftmaxRows.prepare::<C>([node]).compute_bound().stateful() {

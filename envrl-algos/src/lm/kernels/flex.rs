@@ -9,6 +9,7 @@ use burn::tensor::{DType, TensorData};
 use rayon::prelude::*;
 
 use super::fast_math::{self, simd};
+use super::flex_matmul;
 use super::{LmKernels, reference};
 
 /// Elements a parallel task works on at least: smaller tensors stay on the calling thread.
@@ -87,7 +88,7 @@ fn rope_tables(
     let table = cos.layout().shape();
     let fits = x.dtype() == DType::F32
         && shape.num_dims() == 4
-        && shape[3] % 2 == 0
+        && shape[3].is_multiple_of(2)
         && table.num_dims() == 4
         && table[..] == [shape[0], 1, shape[2], shape[3]]
         && sin.layout().shape() == table;
@@ -121,6 +122,13 @@ fn apply_rope(
 }
 
 impl LmKernels for Flex {
+    fn matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {
+        match flex_matmul::matmul(&lhs, &rhs) {
+            Some(out) => out,
+            None => <Flex as burn::backend::ops::FloatTensorOps<Flex>>::float_matmul(lhs, rhs),
+        }
+    }
+
     fn softmax_rows(scores: FloatTensor<Self>, scale: f32, causal: bool) -> FloatTensor<Self> {
         if scores.dtype() != DType::F32 {
             return reference::softmax_rows::<Self>(scores, scale, causal);

@@ -22,6 +22,7 @@
 mod autodiff;
 pub(crate) mod fast_math;
 mod flex;
+mod flex_matmul;
 pub(crate) mod reference;
 
 use burn::backend::tensor::{FloatTensor, IntTensor};
@@ -37,6 +38,11 @@ use burn::tensor::{Int, Tensor};
     Cube: cfg(any(feature = "wgpu", feature = "cuda"))
 )]
 pub trait LmKernels: Backend {
+    /// `lhs · rhs` over the last two dimensions (leading dimensions equal).
+    fn matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::float_matmul(lhs, rhs)
+    }
+
     /// Softmax over the last dimension of `scale · scores`; with `causal`, column `c` of row
     /// `r` is masked when `c > r + (cols − rows)` (the last two dimensions).
     fn softmax_rows(scores: FloatTensor<Self>, scale: f32, causal: bool) -> FloatTensor<Self> {
@@ -123,6 +129,15 @@ impl LmKernels for burn::backend::LibTorch {}
 
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 impl LmKernels for burn::backend::Cube {}
+
+/// `lhs · rhs` over the last two dimensions; the leading dimensions must be equal (no
+/// broadcasting).
+pub fn matmul<const D: usize>(lhs: Tensor<D>, rhs: Tensor<D>) -> Tensor<D> {
+    Tensor::from_dispatch(<Dispatch as LmKernels>::matmul(
+        lhs.into_dispatch(),
+        rhs.into_dispatch(),
+    ))
+}
 
 /// Softmax over the last dimension of `scale · scores`, causally masked when `causal`.
 ///

@@ -4,7 +4,7 @@
 use burn::backend::Dispatch;
 use burn::tensor::{DType, Device, Distribution, Int, Tensor, TensorData};
 
-use super::{reference, rms_norm, rope, softmax_rows, swiglu, token_logprobs};
+use super::{matmul, reference, rms_norm, rope, softmax_rows, swiglu, token_logprobs};
 
 fn device() -> Device {
     Device::flex()
@@ -243,6 +243,28 @@ fn rope_matches_the_composition_on_strided_input_with_its_gradient() {
                 )
             })
         },
+        1e-4,
+    );
+}
+
+#[test]
+fn matmul_matches_burns_product_on_strided_batches_with_its_gradients() {
+    let device = device();
+    // Plain, transposed right operand, swapped batch view, and a product large enough to
+    // run on the rayon pool.
+    let a = random([2, 3, 7, 5], &device);
+    let b = random([2, 3, 5, 4], &device);
+    assert!(max_abs_diff(matmul(a.clone(), b.clone()), a.clone().matmul(b.clone())) < 1e-5);
+    let bt = random([2, 3, 4, 5], &device).transpose();
+    assert!(max_abs_diff(matmul(a.clone(), bt.clone()), a.clone().matmul(bt)) < 1e-5);
+    let swapped = random([2, 7, 3, 5], &device).swap_dims(1, 2);
+    assert!(max_abs_diff(matmul(swapped.clone(), b.clone()), swapped.matmul(b)) < 1e-5);
+    let (x, w) = (random([300, 200], &device), random([200, 250], &device));
+    assert!(max_abs_diff(matmul(x.clone(), w.clone()), x.matmul(w)) < 1e-3);
+    assert_same_gradients(
+        [random([2, 9, 6], &device), random([2, 6, 9], &device)],
+        |[a, b]| matmul(a.clone(), b.clone().swap_dims(1, 2).swap_dims(1, 2)),
+        |[a, b]| a.clone().matmul(b.clone()),
         1e-4,
     );
 }
