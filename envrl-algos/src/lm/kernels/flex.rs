@@ -43,8 +43,11 @@ fn row_len(tensor: &FlexTensor) -> usize {
 /// Runs `f(first_row, rows)` on `data` split into whole rows of `row` elements, on the rayon
 /// pool when the tensor is large; `f` is compiled for the best SIMD instruction set.
 fn for_rows(data: &mut [f32], row: usize, f: impl Fn(usize, &mut [f32]) + Sync) {
-    let rows_per_task = (TASK_ELEMENTS / row.max(1)).max(1);
-    let chunk = rows_per_task * row.max(1);
+    if row == 0 || data.is_empty() {
+        return;
+    }
+    let rows_per_task = (TASK_ELEMENTS / row).max(1);
+    let chunk = rows_per_task * row;
     if data.len() <= chunk {
         simd(|| f(0, data));
     } else {
@@ -269,7 +272,7 @@ impl LmKernels for Flex {
         eps: f32,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
         let d = row_len(&x);
-        if !all_f32(&[&x, &weight, &grad]) || weight.layout().num_elements() != d {
+        if !all_f32(&[&x, &weight, &grad]) || weight.layout().num_elements() != d || d == 0 {
             return reference::rms_norm_backward::<Self>(x, weight, grad, eps);
         }
         let weight_shape = weight.layout().shape().clone();
@@ -308,10 +311,10 @@ impl LmKernels for Flex {
     }
 
     fn token_logprobs(logits: FloatTensor<Self>, targets: IntTensor<Self>) -> FloatTensor<Self> {
-        if logits.dtype() != DType::F32 {
+        let vocab = row_len(&logits);
+        if logits.dtype() != DType::F32 || vocab == 0 {
             return reference::token_logprobs::<Self>(logits, targets);
         }
-        let vocab = row_len(&logits);
         let logits = contiguous_f32(&logits).expect("checked f32");
         let logits = logits.storage::<f32>();
         let targets = target_ids(&targets, vocab);
