@@ -2,9 +2,9 @@
 //! a fused kernel, the fallback for half precision on flex, and the reference in tests.
 
 use burn::backend::tensor::IndexingUpdateOp;
-use burn::backend::tensor::{FloatTensor, IntTensor};
-use burn::backend::{Backend, TensorMetadata};
-use burn::tensor::{DType, Shape, TensorData};
+use burn::backend::tensor::{BoolTensor, Device, FloatTensor, IntTensor};
+use burn::backend::{Backend, TensorMetadata, get_or_init_device_settings};
+use burn::tensor::{DType, Shape};
 
 /// The last dimension of `tensor`.
 fn last_dim<B: Backend>(tensor: &FloatTensor<B>) -> usize {
@@ -28,6 +28,28 @@ fn broadcast_vector<B: Backend>(vector: FloatTensor<B>, rank: usize) -> FloatTen
     B::float_reshape(vector, Shape::from(dims))
 }
 
+/// `true` where column `c` of row `r` is hidden (`c > r + cols − rows`), shaped
+/// `[1, …, 1, rows, cols]` of rank `rank`. Built on the device from index ranges, in the
+/// device's boolean type (CubeCL backends cannot take host booleans).
+fn causal_mask<B: Backend>(
+    rows: usize,
+    cols: usize,
+    rank: usize,
+    device: &Device<B>,
+) -> BoolTensor<B> {
+    let settings = get_or_init_device_settings::<B>(device);
+    let arange = |n: usize| B::int_arange(0..n as i64, device, settings.int_dtype);
+    let row = B::int_reshape(arange(rows), Shape::new([rows, 1]));
+    let col = B::int_reshape(arange(cols), Shape::new([1, cols]));
+    // hidden ⇔ r + (cols − rows) < c
+    let shifted = B::int_add_scalar(row, (cols as i64 - rows as i64).into());
+    let mask = B::int_lower(shifted, col, settings.bool_dtype);
+    let mut dims = vec![1; rank];
+    dims[rank - 2] = rows;
+    dims[rank - 1] = cols;
+    B::bool_reshape(mask, Shape::from(dims))
+}
+
 /// See [`LmKernels::softmax_rows`](super::LmKernels::softmax_rows).
 pub(crate) fn softmax_rows<B: Backend>(
     scores: FloatTensor<B>,
@@ -41,14 +63,7 @@ pub(crate) fn softmax_rows<B: Backend>(
     let (min, min_positive) = float_limits::<B>(&scores);
     let mut x = B::float_mul_scalar(scores, (scale as f64).into());
     if causal {
-        let mask: Vec<bool> = (0..rows)
-            .flat_map(|r| (0..cols).map(move |c| c + rows > r + cols))
-            .collect();
-        let mut dims = vec![1; rank];
-        dims[rank - 2] = rows;
-        dims[rank - 1] = cols;
-        let mask = B::bool_from_data(TensorData::new(mask, dims), &device);
-        let mask = B::bool_expand(mask, shape);
+        let mask = B::bool_expand(causal_mask::<B>(rows, cols, rank, &device), shape);
         x = B::float_mask_fill(x, mask, f64::NEG_INFINITY.into());
     }
     let last = rank - 1;
