@@ -2,8 +2,9 @@
 //!
 //! Each kernel replaces a chain of element-wise tensor operations that Burn would run (and
 //! record for the backward pass) one by one: the attention softmax with its causal mask,
-//! rotary embeddings, the SwiGLU activation, RMSNorm, and the log-probability of the target tokens with the
-//! entropy. Each has a forward and a backward kernel:
+//! rotary embeddings, the SwiGLU activation, RMSNorm, and the log-probability of the target
+//! tokens with the entropy. The matrix product ([`flex_matmul`]) writes straight into its
+//! output where Burn flex zero-fills and copies it. Each has a forward and a backward kernel:
 //!
 //! - on **flex** (the CPU backend) they are single passes over the rows with a vectorised
 //!   `exp` ([`fast_math`]), in place where the input is not shared, over the rayon pool;
@@ -12,9 +13,9 @@
 //! - on every other backend (libtorch, wgpu, CUDA), and for half-precision tensors on flex,
 //!   they are the same composition of Burn tensor operations as before ([`reference`]).
 //!
-//! The functions at the bottom ([`softmax_rows`], [`swiglu`], [`rms_norm`],
-//! [`token_logprobs`]) take and return [`Tensor`]s and route through Burn's `Dispatch`
-//! backend.
+//! The functions at the bottom ([`matmul`], [`softmax_rows`], [`rope`], [`swiglu`],
+//! [`rms_norm`], [`token_logprobs`]) take and return [`Tensor`]s and route through Burn's
+//! `Dispatch` backend.
 
 // burn-tch is deprecated upstream; libtorch stays one of our backends.
 #![allow(deprecated)]
