@@ -79,10 +79,17 @@ macro_rules! lane_reduce {
     }};
 }
 
+/// Σ of `body` over the elements of equal-length slices, in lanes (see `lane_reduce`).
+macro_rules! lane_sum {
+    (|$($x:ident in $xs:ident),+| $body:expr) => {
+        lane_reduce!(0.0f32, |a: f32, b: f32| a + b, |$($x in $xs),+| $body)
+    };
+}
+
 /// Σ xᵢ.
 #[inline(always)]
 fn sum(xs: &[f32]) -> f32 {
-    lane_reduce!(0.0f32, |a: f32, b: f32| a + b, |x in xs| x)
+    lane_sum!(|x in xs| x)
 }
 
 /// The largest element (−∞ for an empty slice; NaNs are skipped).
@@ -110,7 +117,7 @@ pub(crate) fn softmax_row(row: &mut [f32], scale: f32, valid: usize) {
 /// Gradient of [`softmax_row`] in place of `grad`: `scale · p ⊙ (g − Σ g ⊙ p)`.
 #[inline(always)]
 pub(crate) fn softmax_row_backward(probs: &[f32], grad: &mut [f32], scale: f32) {
-    let dot = lane_reduce!(0.0f32, |a: f32, b: f32| a + b, |p in probs, g in grad| p * g);
+    let dot = lane_sum!(|p in probs, g in grad| p * g);
     for (g, p) in grad.iter_mut().zip(probs) {
         *g = scale * p * (*g - dot);
     }
@@ -138,7 +145,7 @@ pub(crate) fn swiglu_backward(gate: &[f32], up: &mut [f32], grad: &mut [f32]) {
 /// `1 / sqrt(mean(x²) + eps)` of one row.
 #[inline(always)]
 fn inverse_rms(x: &[f32], eps: f32) -> f32 {
-    let mean_square = lane_reduce!(0.0f32, |a: f32, b: f32| a + b, |v in x| v * v) / x.len() as f32;
+    let mean_square = lane_sum!(|v in x| v * v) / x.len() as f32;
     1.0 / (mean_square + eps).sqrt()
 }
 
@@ -162,8 +169,7 @@ pub(crate) fn rms_norm_row_backward(
     weight_grad: &mut [f32],
 ) {
     let inv = inverse_rms(x, eps);
-    let dot =
-        lane_reduce!(0.0f32, |a: f32, b: f32| a + b, |v in x, w in weight, g in grad| v * w * g);
+    let dot = lane_sum!(|v in x, w in weight, g in grad| v * w * g);
     let coefficient = inv * inv * inv * dot / x.len() as f32;
     for (((g, &x), &w), wg) in grad
         .iter_mut()
@@ -220,8 +226,7 @@ pub(crate) fn logprob_entropy_row(
         *e = exp(z - top);
     }
     let sum = sum(scratch);
-    let weighted =
-        lane_reduce!(0.0f32, |a: f32, b: f32| a + b, |e in scratch, z in logits| e * (z - top));
+    let weighted = lane_sum!(|e in scratch, z in logits| e * (z - top));
     let log_sum = sum.ln();
     let logprob = logits[target] - top - log_sum;
     // H = −Σ p log p = log Σe − Σ p (z − max)

@@ -15,12 +15,6 @@ use super::{LmKernels, reference};
 /// Elements a parallel task works on at least: smaller tensors stay on the calling thread.
 const TASK_ELEMENTS: usize = 1 << 14;
 
-/// A contiguous copy of `tensor` when it is `f32` (no copy when it already is contiguous),
-/// or `None` for other float types.
-fn contiguous_f32(tensor: &FlexTensor) -> Option<FlexTensor> {
-    (tensor.dtype() == DType::F32).then(|| tensor.to_contiguous())
-}
-
 /// Whether every tensor is `f32`.
 fn all_f32(tensors: &[&FlexTensor]) -> bool {
     tensors.iter().all(|t| t.dtype() == DType::F32)
@@ -80,8 +74,8 @@ fn target_ids(targets: &FlexTensor, vocab: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Contiguous `f32` RoPE tables when `x` is `f32` `[b, h, s, d]` with an even `d` and the tables
-/// are `[b, 1, s, d]`; `None` otherwise.
+/// Contiguous RoPE tables when `x` and the tables are `f32`, `x` is `[b, h, s, d]` with an even
+/// `d` and the tables are `[b, 1, s, d]`; `None` otherwise.
 fn rope_tables(
     x: &FlexTensor,
     cos: &FlexTensor,
@@ -89,25 +83,23 @@ fn rope_tables(
 ) -> Option<(FlexTensor, FlexTensor)> {
     let shape = x.layout().shape();
     let table = cos.layout().shape();
-    let fits = x.dtype() == DType::F32
+    let fits = all_f32(&[x, cos, sin])
         && shape.num_dims() == 4
         && shape[3].is_multiple_of(2)
         && table.num_dims() == 4
         && table[..] == [shape[0], 1, shape[2], shape[3]]
         && sin.layout().shape() == table;
-    if !fits {
-        return None;
-    }
-    Some((contiguous_f32(cos)?, contiguous_f32(sin)?))
+    fits.then(|| (cos.to_contiguous(), sin.to_contiguous()))
 }
 
 /// Applies a RoPE row kernel to every head row of `x` in place (a contiguous copy when `x` is
-/// strided or shared), with the table row of its batch and position.
+/// strided or shared), with the table row of its batch and position. Generic over the kernel
+/// so that it is inlined into the SIMD-dispatched loop.
 fn apply_rope(
     x: FlexTensor,
     cos: &FlexTensor,
     sin: &FlexTensor,
-    row_kernel: fn(&mut [f32], &[f32], &[f32]),
+    row_kernel: impl Fn(&mut [f32], &[f32], &[f32]) + Sync,
 ) -> FlexTensor {
     let shape = x.layout().shape().clone();
     let (heads, seq, d) = (shape[1], shape[2], shape[3]);
@@ -163,7 +155,7 @@ impl LmKernels for Flex {
             return reference::softmax_rows_backward::<Self>(probs, grad, scale);
         }
         let cols = row_len(&probs);
-        let probs = contiguous_f32(&probs).expect("checked f32");
+        let probs = probs.to_contiguous();
         let probs = probs.storage::<f32>();
         let mut grad = writable(grad);
         for_rows(grad.storage_mut::<f32>(), cols, |first, data| {
@@ -201,7 +193,7 @@ impl LmKernels for Flex {
         if !all_f32(&[&gate, &up]) || gate.layout().shape() != up.layout().shape() {
             return reference::swiglu::<Self>(gate, up);
         }
-        let gate = contiguous_f32(&gate).expect("checked f32");
+        let gate = gate.to_contiguous();
         let gate_data = gate.storage::<f32>();
         let mut out = writable(up);
         let cols = row_len(&out);
@@ -222,7 +214,7 @@ impl LmKernels for Flex {
         if !all_f32(&[&gate, &up, &grad]) || !same_shape {
             return reference::swiglu_backward::<Self>(gate, up, grad);
         }
-        let gate = contiguous_f32(&gate).expect("checked f32");
+        let gate = gate.to_contiguous();
         let gate = gate.storage::<f32>();
         let (mut up, mut grad) = (writable(up), writable(grad));
         let up_data = up.storage_mut::<f32>();
@@ -250,10 +242,10 @@ impl LmKernels for Flex {
         if !all_f32(&[&x, &weight]) || weight.layout().num_elements() != d {
             return reference::rms_norm::<Self>(x, weight, eps);
         }
-        let weight = contiguous_f32(&weight).expect("checked f32");
+        let weight = weight.to_contiguous();
         let weight = weight.storage::<f32>();
         let shape = x.layout().shape().clone();
-        let x = contiguous_f32(&x).expect("checked f32");
+        let x = x.to_contiguous();
         let x = x.storage::<f32>();
         let mut out = vec![0.0f32; x.len()];
         for_rows(&mut out, d, |first, data| {
@@ -276,13 +268,13 @@ impl LmKernels for Flex {
             return reference::rms_norm_backward::<Self>(x, weight, grad, eps);
         }
         let weight_shape = weight.layout().shape().clone();
-        let weight = contiguous_f32(&weight).expect("checked f32");
+        let weight = weight.to_contiguous();
         let weight = weight.storage::<f32>();
-        let x = contiguous_f32(&x).expect("checked f32");
+        let x = x.to_contiguous();
         let x = x.storage::<f32>();
         let mut grad = writable(grad);
         let grad_data = grad.storage_mut::<f32>();
-        let rows_per_task = (TASK_ELEMENTS / d.max(1)).max(1);
+        let rows_per_task = (TASK_ELEMENTS / d).max(1);
         let task = |(x, g): (&[f32], &mut [f32])| {
             let mut weight_grad = vec![0.0f32; d];
             simd(|| {
@@ -315,14 +307,14 @@ impl LmKernels for Flex {
         if logits.dtype() != DType::F32 || vocab == 0 {
             return reference::token_logprobs::<Self>(logits, targets);
         }
-        let logits = contiguous_f32(&logits).expect("checked f32");
+        let logits = logits.to_contiguous();
         let logits = logits.storage::<f32>();
         let targets = target_ids(&targets, vocab);
         let mut out = vec![0.0f32; targets.len() * 2];
         out.par_chunks_mut(2)
             .zip(logits.par_chunks(vocab))
             .zip(&targets)
-            .with_min_len((TASK_ELEMENTS / vocab.max(1)).max(1))
+            .with_min_len((TASK_ELEMENTS / vocab).max(1))
             .for_each_init(
                 || vec![0.0f32; vocab],
                 |scratch, ((out, row), &target)| {
@@ -345,9 +337,9 @@ impl LmKernels for Flex {
         }
         let vocab = row_len(&logits);
         let targets = target_ids(&targets, vocab);
-        let output = contiguous_f32(&output).expect("checked f32");
+        let output = output.to_contiguous();
         let output = output.storage::<f32>();
-        let grad = contiguous_f32(&grad).expect("checked f32");
+        let grad = grad.to_contiguous();
         let grad = grad.storage::<f32>();
         let mut d_logits = writable(logits);
         for_rows(d_logits.storage_mut::<f32>(), vocab, |first, data| {
