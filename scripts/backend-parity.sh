@@ -64,7 +64,7 @@ echo
 printf '| GRPO + EnvRL on keydoor, 2 iterations | largest relative metric difference vs cpu (metric) | within 1e-3 |\n|---|---|---|\n'
 grpo() {
   "$BIN" train keydoor --device "$1" --output-dir "$WORK/grpo-$1" --force --quiet --seed 0 \
-    --iterations 2 --aux state-prediction,inverse-dynamics --set warmup.steps=20 \
+    --iterations 2 --aux state_prediction,inverse_dynamics --set warmup.steps=20 \
     --set trainer.groups=4 --set trainer.group_size=4 --set trainer.eval_every=0 \
     --set trainer.checkpoint_every=0 > /dev/null
 }

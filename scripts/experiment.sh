@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 ENV_NAME=${1:-alfworld}
 shift || true
 SEEDS=${SEEDS:-"0 1 2"}
-ARMS=${ARMS:-"grpo:none placebo:state-prediction=0,inverse-dynamics=0 both:state-prediction,inverse-dynamics"}
+ARMS=${ARMS:-"grpo:none placebo:state_prediction=0,inverse_dynamics=0 both:state_prediction,inverse_dynamics"}
 JOBS=${JOBS:-2}
 OUT=${OUT:-runs/experiment-$ENV_NAME}
 RECORD=${RECORD:-}

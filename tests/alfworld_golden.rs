@@ -140,14 +140,15 @@ fn runs_hold_out_the_configured_split() {
         return;
     };
     let setup = |split: &str| {
-        let config = envrl_examples::run::RunConfig::cpu_tiny("alfworld")
-            .unwrap()
-            .with_overrides(&[
-                "tasks.train=2".into(),
-                "tasks.eval=100".into(),
-                format!("tasks.eval_split={split}"),
-            ])
-            .unwrap();
+        let config =
+            envrl_examples::run::RunConfig::cpu_tiny(envrl_examples::run::EnvName::Alfworld)
+                .unwrap()
+                .with_overrides(&[
+                    "tasks.train=2".into(),
+                    "tasks.eval=100".into(),
+                    format!("tasks.eval_split={split}"),
+                ])
+                .unwrap();
         envrl_examples::run::alfworld_from(&config, Some(data.clone())).unwrap()
     };
     // The preset plays `pick` games: 8 valid_unseen and 34 valid_seen task folders.
@@ -161,7 +162,7 @@ fn runs_hold_out_the_configured_split() {
     let seen = setup("valid_seen");
     assert_eq!(seen.eval_tasks.len(), 35);
     assert!(seen.source.ends_with("valid_seen (35)"), "{}", seen.source);
-    let err = envrl_examples::run::RunConfig::cpu_tiny("alfworld")
+    let err = envrl_examples::run::RunConfig::cpu_tiny(envrl_examples::run::EnvName::Alfworld)
         .unwrap()
         .with_overrides(&["tasks.eval_split=test".into()])
         .unwrap_err();

@@ -101,30 +101,52 @@ pub enum AuxConfig {
 }
 
 impl AuxConfig {
-    /// The objective with default settings for a name (`state-prediction`,
-    /// `inverse-dynamics`, `state-prediction-in-sequence`; `_` works as well as `-`).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Some(match name.replace('-', "_").as_str() {
-            "state_prediction" => AuxConfig::StatePrediction(Default::default()),
-            "inverse_dynamics" => AuxConfig::InverseDynamics(Default::default()),
-            "state_prediction_in_sequence" => {
-                AuxConfig::StatePredictionInSequence(Default::default())
-            }
-            _ => return None,
-        })
+    /// Every built-in objective's name: the same string in configs (`name = "…"`), on the
+    /// command line (`--aux`), in the metrics (`loss/aux/<name>`) and in run labels.
+    pub const NAMES: [&'static str; 3] = [
+        "state_prediction",
+        "inverse_dynamics",
+        "state_prediction_in_sequence",
+    ];
+
+    /// Every built-in objective with its default settings, in [`AuxConfig::NAMES`] order.
+    pub fn all() -> [AuxConfig; 3] {
+        [
+            AuxConfig::StatePrediction(Default::default()),
+            AuxConfig::InverseDynamics(Default::default()),
+            AuxConfig::StatePredictionInSequence(Default::default()),
+        ]
     }
 
-    /// The objective's name, as [`AuxConfig::from_name`] takes it.
+    /// The objective with default settings for a name of [`AuxConfig::NAMES`] (`-` is read
+    /// as `_`, so `state-prediction` works too).
+    pub fn from_name(name: &str) -> Option<Self> {
+        let name = name.replace('-', "_");
+        Self::all().into_iter().find(|c| c.name() == name)
+    }
+
+    /// The objective's name (one of [`AuxConfig::NAMES`]); the built objective's
+    /// [`AuxObjective::name`] is the same.
     pub fn name(&self) -> &'static str {
         match self {
-            AuxConfig::StatePrediction(_) => "state-prediction",
-            AuxConfig::InverseDynamics(_) => "inverse-dynamics",
-            AuxConfig::StatePredictionInSequence(_) => "state-prediction-in-sequence",
+            AuxConfig::StatePrediction(_) => "state_prediction",
+            AuxConfig::InverseDynamics(_) => "inverse_dynamics",
+            AuxConfig::StatePredictionInSequence(_) => "state_prediction_in_sequence",
         }
     }
 
-    /// The objective with its weight schedule, e.g. `state-prediction(cosine 0.2)` or
-    /// `inverse-dynamics(placebo)`: two objectives with the same label are the same arm of an
+    /// Names the world in the objective's prompts ([`envrl::Environment::description`]).
+    pub fn with_environment(mut self, description: &str) -> Self {
+        match &mut self {
+            AuxConfig::StatePrediction(c) => c.transitions.environment = description.into(),
+            AuxConfig::InverseDynamics(c) => c.transitions.environment = description.into(),
+            AuxConfig::StatePredictionInSequence(_) => {}
+        }
+        self
+    }
+
+    /// The objective with its weight schedule, e.g. `state_prediction(cosine 0.2)` or
+    /// `inverse_dynamics(placebo)`: two objectives with the same label are the same arm of an
     /// ablation.
     pub fn label(&self) -> String {
         let schedule = match *self.schedule() {
@@ -341,7 +363,7 @@ impl AlgorithmConfig {
     }
 
     /// The whole algorithm in a line: the estimator and each objective with its schedule, e.g.
-    /// `grpo + state-prediction(cosine 0.2)`; `envrl compare` groups runs by it.
+    /// `grpo + state_prediction(cosine 0.2)`; `envrl compare` groups runs by it.
     pub fn label(&self) -> String {
         std::iter::once(self.advantage.name())
             .map(str::to_string)
@@ -375,21 +397,27 @@ mod tests {
     #[test]
     fn names_select_estimators_and_objectives() {
         for name in AdvantageConfig::NAMES {
+            // PPO is GAE with a critic: the estimator is named for what it computes.
+            let estimator = if name == "ppo" { "gae" } else { name };
             assert_eq!(
                 AdvantageConfig::from_name(name).unwrap().build().name(),
-                name
+                estimator
             );
         }
         assert!(AdvantageConfig::from_name("ppo2").is_none());
-        let aux = AuxConfig::from_name("inverse-dynamics").unwrap().build();
-        assert_eq!(aux.name(), "inverse_dynamics");
-        for name in [
-            "state-prediction",
-            "inverse-dynamics",
-            "state-prediction-in-sequence",
-        ] {
-            assert_eq!(AuxConfig::from_name(name).unwrap().name(), name);
+        // One string everywhere: the config's, the built objective's (metrics) and the label's.
+        for (config, name) in AuxConfig::all().iter().zip(AuxConfig::NAMES) {
+            assert_eq!(config.name(), name);
+            assert_eq!(config.build().name(), name);
+            let json = serde_json::to_value(config).unwrap();
+            assert_eq!(json["name"], name);
+            assert_eq!(AuxConfig::from_name(name).as_ref(), Some(config));
+            assert_eq!(
+                AuxConfig::from_name(&name.replace('_', "-")).as_ref(),
+                Some(config)
+            );
         }
+        assert!(AuxConfig::from_name("state-predictions").is_none());
         for name in AdvantageConfig::NAMES {
             assert_eq!(AdvantageConfig::from_name(name).unwrap().name(), name);
         }
@@ -397,7 +425,7 @@ mod tests {
             aux: vec![AuxConfig::from_name("state-prediction").unwrap()],
             ..Default::default()
         };
-        assert_eq!(config.label(), "grpo + state-prediction(cosine 0.2)");
+        assert_eq!(config.label(), "grpo + state_prediction(cosine 0.2)");
         let placebo = AlgorithmConfig {
             aux: vec![
                 AuxConfig::from_name("inverse-dynamics")
@@ -406,7 +434,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        assert_eq!(placebo.label(), "grpo + inverse-dynamics(placebo)");
+        assert_eq!(placebo.label(), "grpo + inverse_dynamics(placebo)");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! How a prompt is worded: the paper's templates or a compact form for small models.
 
 /// The wording of a prompt (ALFWorld, WebShop) and of the expert's replies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum PromptStyle {
     /// verl-agent's templates, byte for byte (the paper's setting); the expert's reply gives a
     /// one-sentence rationale.

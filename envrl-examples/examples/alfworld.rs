@@ -9,5 +9,5 @@
 
 fn main() -> anyhow::Result<()> {
     envrl_examples::keep_freed_memory();
-    envrl_examples::run::run_example("alfworld")
+    envrl_examples::run::run_example(envrl_examples::run::EnvName::Alfworld)
 }

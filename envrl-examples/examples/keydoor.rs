@@ -10,9 +10,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use burn::tensor::Device;
 use envrl_algos::AdvantageConfig;
-use envrl_envs::keydoor::KeyDoor;
-use envrl_examples::keydoor::{KeyDoorSettings, build, run_dir_name};
+use envrl_examples::keydoor::{KeyDoorSettings, build};
 use envrl_examples::progress::RunProgress;
+use envrl_examples::run::{run_dir_named, unix_time};
 
 fn main() -> Result<()> {
     envrl_examples::keep_freed_memory();
@@ -44,7 +44,12 @@ fn main() -> Result<()> {
         // The tiny model trains at a high learning rate; the critic keeps pace with it.
         ppo.critic.learning_rate = 3.0 * settings.trainer.learning_rate;
     }
-    let dir = std::path::Path::new("runs").join(run_dir_name(&KeyDoor::default(), &algo, seed));
+    let dir = run_dir_named(
+        "keydoor",
+        settings.algorithm.advantage.name(),
+        seed,
+        unix_time(),
+    );
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(
         dir.join("config.json"),

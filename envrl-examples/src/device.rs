@@ -1,58 +1,118 @@
-//! The `--device` flag: one name per Burn backend.
+//! The `--device` and `--dtype` flags, typed: one name per Burn backend and float type.
+
+use std::fmt;
+use std::str::FromStr;
 
 use anyhow::{Result, bail};
 use burn::tensor::{Device, FloatDType};
+use serde::{Deserialize, Serialize};
 
-/// The names `--dtype` and the `dtype` config field accept.
-pub const DTYPES: [&str; 3] = ["f32", "bf16", "f16"];
-
-/// Parses `--device` and sets the float type of every tensor later created on it (`f32`, the
-/// default; `bf16` or `f16`): the model's weights, activations, caches and gradients follow it.
-///
-/// # Errors
-/// When the device name or the float type is unknown, when the backend does not support the
-/// float type, or when tensors were already created on the device (Burn fixes a device's types
-/// at its first tensor).
-pub fn device_with_dtype(name: &str, dtype: &str) -> Result<Device> {
-    let mut device = parse_device(name)?;
-    let float = match dtype {
-        "f32" => return Ok(device),
-        "bf16" => FloatDType::BF16,
-        "f16" => FloatDType::F16,
-        other => bail!(
-            "unknown float type `{other}`; expected one of: {}",
-            DTYPES.join(", ")
-        ),
-    };
-    device
-        .configure(float)
-        .map_err(|e| anyhow::anyhow!("device `{name}` cannot use {dtype}: {e:?}"))?;
-    Ok(device)
+/// The float type of a model's weights, activations, caches and gradients (`--dtype`, the
+/// `dtype` config field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    /// 32-bit floats (the default).
+    #[default]
+    F32,
+    /// bfloat16: f32's range, 8 bits of mantissa (for models trained in bf16).
+    Bf16,
+    /// IEEE half precision (overflows on activations of models trained in bf16).
+    F16,
 }
 
-/// Parses a device name: `cpu` (flex, always available); `tch-cpu`, `tch-cuda:N`, `wgpu` and
-/// `cuda:N` need the Cargo feature of the same backend.
-///
-/// # Errors
-/// When the name is unknown or its backend was not compiled in (the message names the feature).
-pub fn parse_device(name: &str) -> Result<Device> {
-    let index = |s: &str| -> Result<usize> {
-        s.parse()
-            .map_err(|_| anyhow::anyhow!("bad device index in `{name}`"))
-    };
-    match name {
-        "cpu" | "flex" => Ok(Device::flex()),
-        "tch-cpu" => tch_cpu(),
-        "wgpu" => wgpu(),
-        _ => {
-            if let Some(i) = name.strip_prefix("tch-cuda:") {
-                tch_cuda(index(i)?)
-            } else if let Some(i) = name.strip_prefix("cuda:") {
-                cuda(index(i)?)
-            } else {
-                bail!("unknown device `{name}`: use cpu, tch-cpu, tch-cuda:N, wgpu or cuda:N")
-            }
+impl DType {
+    /// The name in configs and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::Bf16 => "bf16",
+            DType::F16 => "f16",
         }
+    }
+}
+
+/// A `--device` name, parsed: one per Burn backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeviceName {
+    /// Burn flex on the CPU (always available).
+    #[default]
+    Cpu,
+    /// libtorch on the CPU (`tch` feature).
+    TchCpu,
+    /// libtorch on CUDA device N (`tch` feature).
+    TchCuda(usize),
+    /// wgpu's default adapter (`wgpu` feature).
+    Wgpu,
+    /// Burn's CUDA backend on device N (`cuda` feature).
+    Cuda(usize),
+}
+
+/// What `--device` accepts, for help texts and errors.
+pub const DEVICE_HELP: &str = "cpu, tch-cpu, tch-cuda:N, wgpu or cuda:N";
+
+impl FromStr for DeviceName {
+    type Err = anyhow::Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        let index = |s: &str| -> Result<usize> {
+            s.parse()
+                .map_err(|_| anyhow::anyhow!("bad device index in `{name}`"))
+        };
+        Ok(match name {
+            "cpu" | "flex" => DeviceName::Cpu,
+            "tch-cpu" => DeviceName::TchCpu,
+            "wgpu" => DeviceName::Wgpu,
+            _ => {
+                if let Some(i) = name.strip_prefix("tch-cuda:") {
+                    DeviceName::TchCuda(index(i)?)
+                } else if let Some(i) = name.strip_prefix("cuda:") {
+                    DeviceName::Cuda(index(i)?)
+                } else {
+                    bail!("unknown device `{name}`: use {DEVICE_HELP}")
+                }
+            }
+        })
+    }
+}
+
+impl fmt::Display for DeviceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceName::Cpu => write!(f, "cpu"),
+            DeviceName::TchCpu => write!(f, "tch-cpu"),
+            DeviceName::TchCuda(i) => write!(f, "tch-cuda:{i}"),
+            DeviceName::Wgpu => write!(f, "wgpu"),
+            DeviceName::Cuda(i) => write!(f, "cuda:{i}"),
+        }
+    }
+}
+
+impl DeviceName {
+    /// The device, with every tensor later created on it of float type `dtype`: the model's
+    /// weights, activations, caches and gradients follow it.
+    ///
+    /// # Errors
+    /// When the backend was not compiled in (the message names the feature), when it does not
+    /// support the float type, or when tensors were already created on the device (Burn fixes
+    /// a device's types at its first tensor).
+    pub fn device(self, dtype: DType) -> Result<Device> {
+        let mut device = match self {
+            DeviceName::Cpu => Device::flex(),
+            DeviceName::TchCpu => tch_cpu()?,
+            DeviceName::TchCuda(i) => tch_cuda(i)?,
+            DeviceName::Wgpu => wgpu()?,
+            DeviceName::Cuda(i) => cuda(i)?,
+        };
+        let float = match dtype {
+            DType::F32 => return Ok(device),
+            DType::Bf16 => FloatDType::BF16,
+            DType::F16 => FloatDType::F16,
+        };
+        device
+            .configure(float)
+            .map_err(|e| anyhow::anyhow!("device `{self}` cannot use {}: {e:?}", dtype.name()))?;
+        Ok(device)
     }
 }
 
@@ -95,15 +155,29 @@ mod tests {
 
     #[test]
     fn cpu_is_always_available_and_unknown_names_are_errors() {
-        assert!(parse_device("cpu").is_ok());
-        let err = parse_device("tpu").unwrap_err().to_string();
+        assert!(
+            "cpu"
+                .parse::<DeviceName>()
+                .unwrap()
+                .device(DType::F32)
+                .is_ok()
+        );
+        let err = "tpu".parse::<DeviceName>().unwrap_err().to_string();
         assert!(err.contains("unknown device `tpu`"), "{err}");
+        let err = "cuda:x".parse::<DeviceName>().unwrap_err().to_string();
+        assert!(err.contains("bad device index"), "{err}");
+        for name in ["cpu", "tch-cpu", "tch-cuda:1", "wgpu", "cuda:0"] {
+            assert_eq!(name.parse::<DeviceName>().unwrap().to_string(), name);
+        }
     }
 
     #[cfg(not(feature = "cuda"))]
     #[test]
     fn missing_backend_names_its_feature() {
-        let err = parse_device("cuda:0").unwrap_err().to_string();
+        let err = DeviceName::Cuda(0)
+            .device(DType::F32)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`cuda` feature"), "{err}");
     }
 }

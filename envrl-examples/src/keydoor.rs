@@ -12,20 +12,18 @@ use anyhow::Result;
 use burn::tensor::Device;
 use envrl::{
     BehaviourCloning, Environment, PromptBuilder, ScoreRow, Tokenizer, Trainer, TrainerConfig,
-    TrainerParts,
 };
 use envrl_algos::{
-    ActionTarget, AlgorithmConfig, AuxConfig, CausalLm, ClippedPgConfig, InverseDynamicsConfig,
-    LmConfig, StatePredictionConfig, TransitionFilter, WordTokenizer, inverse_dynamics_prompt,
-    state_prediction_prompt,
+    ActionTarget, AlgorithmConfig, AuxConfig, CausalLm, InverseDynamicsConfig, LmConfig,
+    StatePredictionConfig, TransitionFilter, WordTokenizer,
 };
-use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
+use envrl_envs::keydoor::{KeyDoor, KeyDoorPrompt};
+
+use crate::run::envs::keydoor::{Corridor, corridor};
+use crate::run::{Assembly, EnvName, RunConfig, word_tokenizer};
 use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
-
-/// The environment's name in auxiliary prompts.
-const KEYDOOR_ENVIRONMENT: &str = "key-and-door";
 
 /// Evaluation tasks start here, far from the training ids (held-out seeds).
 pub const EVAL_TASK_OFFSET: u64 = 1_000_000;
@@ -46,48 +44,23 @@ pub struct KeyDoorSettings {
 }
 
 impl KeyDoorSettings {
-    /// Settings that learn visibly within a few minutes on 2 CPU cores.
+    /// Settings that learn visibly within a few minutes on 2 CPU cores: the `cpu-tiny` preset
+    /// for keydoor (`envrl train keydoor`), evaluated every 10 iterations, without checkpoints.
     pub fn quick(seed: u64) -> Self {
+        let preset = RunConfig::cpu_tiny(EnvName::Keydoor)
+            .expect("the built-in presets build (tested in run::presets)");
         let trainer = TrainerConfig {
             seed,
-            iterations: 30,
-            groups: 16,
-            group_size: 8,
-            max_steps: 12,
-            mini_batch_rows: 256,
-            learning_rate: 3e-4,
-            weight_decay: 0.0,
-            max_grad_norm: 1.0,
-            sampling: envrl::SamplingParams {
-                temperature: 1.0,
-                top_p: 1.0,
-                top_k: 0,
-                max_new_tokens: 4,
-            },
-            eval_sampling: envrl::SamplingParams {
-                temperature: 1.0,
-                top_p: 1.0,
-                top_k: 0,
-                max_new_tokens: 4,
-            },
             eval_every: 10,
-            eval_episodes: 64,
             checkpoint_every: 0,
-            ..Default::default()
+            ..preset.trainer
         };
         Self {
             trainer,
             rooms: 4,
-            train_tasks: 1000,
-            warmup_steps: 150,
-            algorithm: AlgorithmConfig {
-                loss: ClippedPgConfig {
-                    kl_coef: 0.0,
-                    entropy_coef: 0.0,
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
+            train_tasks: preset.tasks.train as u64,
+            warmup_steps: preset.warmup.steps,
+            algorithm: preset.algorithm,
         }
     }
 }
@@ -136,7 +109,7 @@ pub fn random_policy_examples(
 /// EnvRL's state prediction and inverse dynamics, worded for the key-and-door world.
 pub fn envrl_objectives() -> Vec<AuxConfig> {
     let transitions = TransitionFilter {
-        environment: KEYDOOR_ENVIRONMENT.into(),
+        environment: KeyDoor::default().description().into(),
         noop_observations: Vec::new(),
         examples_per_iteration: 64,
         ..Default::default()
@@ -174,19 +147,13 @@ pub fn build_with(
     extra_aux: Vec<Box<dyn envrl::AuxObjective>>,
 ) -> Result<KeyDoorRun> {
     let seed = settings.trainer.seed;
-    // The world's own texts plus the wording of the auxiliary prompts.
-    let mut corpus = KeyDoor::corpus();
-    corpus.push(state_prediction_prompt(KEYDOOR_ENVIRONMENT, "", "", ""));
-    corpus.push(inverse_dynamics_prompt(
-        KEYDOOR_ENVIRONMENT,
-        "",
-        "",
-        "",
-        None,
-    ));
-    let tokenizer = Arc::new(WordTokenizer::from_corpus(
-        corpus.iter().map(String::as_str),
-    ));
+    // The world's own texts plus the wording of the EnvRL objectives (trained or not, so that
+    // runs with and without them share the vocabulary) and of the caller's.
+    let mut objectives: Vec<Box<dyn envrl::AuxObjective>> =
+        envrl_objectives().iter().map(AuxConfig::build).collect();
+    objectives.extend(extra_aux);
+    let tokenizer = Arc::new(word_tokenizer(KeyDoor::corpus(), &objectives));
+    let extra_aux = objectives.split_off(2);
     let device = device.clone().autodiff();
     let model = LmConfig::tiny(tokenizer.vocab_size()).init(&device, seed)?;
 
@@ -211,35 +178,24 @@ pub fn build_with(
         losses.last().copied().unwrap_or(f32::NAN),
     );
 
-    let rooms = settings.rooms;
-    let max_steps = settings.trainer.max_steps;
-    let algorithm = settings.algorithm.build();
-    let critic = settings.algorithm.build_critic(&model);
-    let parts = TrainerParts {
+    let setup = corridor(Corridor {
+        rooms: settings.rooms,
+        max_steps: settings.trainer.max_steps,
+        seed,
+        train_tasks: settings.train_tasks,
+        eval_tasks: 1000,
+    });
+    let (trainer, _) = Assembly {
+        trainer: &settings.trainer,
+        algorithm: &settings.algorithm,
         tokenizer: tokenizer.clone(),
-        prompt: Box::new(KeyDoorPrompt),
-        parser: Box::new(KeyDoorProjection),
-        advantage: algorithm.advantage,
-        loss: algorithm.loss,
-        critic,
-        aux: algorithm.aux.into_iter().chain(extra_aux).collect(),
-        make_env: Box::new(move || KeyDoor::new(rooms, max_steps)),
-        train_tasks: (0..settings.train_tasks).collect(),
-        eval_tasks: (EVAL_TASK_OFFSET..EVAL_TASK_OFFSET + 1000).collect(),
-    };
-    let trainer = Trainer::new(settings.trainer.clone(), model, parts)?;
+        setup,
+        extra_aux,
+    }
+    .build(model)?;
     Ok(KeyDoorRun {
         trainer,
         tokenizer,
         warmup_loss,
     })
-}
-
-/// The name of a fresh run directory: `runs/{env}__{algo}__{seed}__{unix_time}`.
-pub fn run_dir_name(env: &dyn Environment, algo: &str, seed: u64) -> String {
-    let time = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    format!("{}__{algo}__{seed}__{time}", env.name())
 }

@@ -4,6 +4,8 @@
 //! they parse arguments, pick a device and call into this library.
 //!
 //! - [`bench`](mod@bench): `envrl bench`, speed tables next to the reference.
+//! - [`cli`]: the `envrl` command, one module per subcommand.
+//! - [`device`]: the `--device` and `--dtype` values.
 //! - [`keydoor`]: a from-scratch tiny LM trained with GRPO on the key-and-door world.
 //! - [`lm`]: `envrl lm`, logits and generations of a model directory.
 //! - [`progress`]: the terminal progress bar and metrics file of a run.
@@ -17,14 +19,16 @@
 //! `--set key=value` does, and write the TOML that `envrl train --config` reads back.
 //!
 //! ```
-//! use envrl_examples::run::RunConfig;
+//! use envrl_examples::run::{EnvName, ModelSource, Preset, RunConfig};
 //!
-//! let mut config = RunConfig::preset("cpu-tiny", "alfworld")?;
+//! let mut config = RunConfig::preset(Preset::CpuTiny, EnvName::Alfworld)?;
 //! config.trainer.seed = 3;
-//! assert_eq!(config.model, "tiny");
+//! assert_eq!(config.model, ModelSource::Tiny);
 //! let text = config.to_toml()?;
 //! assert!(text.contains("seed = 3"));
-//! assert!(RunConfig::preset("cpu-huge", "alfworld").is_err());
+//! let config = config.with_overrides(&["trainer.learning_rate=3e-4".into()])?;
+//! assert_eq!(config.trainer.learning_rate, 3e-4);
+//! assert!(config.with_overrides(&["preset=\"cpu-huge\"".into()]).is_err());
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 #![deny(missing_docs)]
@@ -52,6 +56,7 @@ pub fn keep_freed_memory() {
 }
 
 pub mod bench;
+pub mod cli;
 pub mod device;
 pub mod keydoor;
 pub mod lm;

@@ -32,7 +32,7 @@ const ARGS: &[&str] = &[
     "--set",
     "trainer.grad_diagnostics_every=2",
     "--aux",
-    "state-prediction,inverse-dynamics",
+    "state_prediction,inverse_dynamics",
 ];
 
 fn envrl(dir: &Path, extra: &[&str]) -> Command {

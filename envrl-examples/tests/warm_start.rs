@@ -34,7 +34,7 @@ fn a_shared_warm_start_gives_the_same_first_rollout() {
     assert!(train(&a, &["--aux", "none"]).status.success());
     assert!(a.join("warm-start.bpk").exists());
     let from = format!("warmup.from={}", a.display());
-    let shared = train(&b, &["--aux", "state-prediction", "--set", &from]);
+    let shared = train(&b, &["--aux", "state_prediction", "--set", &from]);
     assert!(shared.status.success(), "{shared:?}");
     assert_eq!(first_rollout(&a), first_rollout(&b));
     // Without it the same run starts from another model (no warm start at all).

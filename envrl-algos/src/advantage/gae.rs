@@ -51,7 +51,7 @@ pub struct Gae {
 
 impl Advantage for Gae {
     fn name(&self) -> &str {
-        "ppo"
+        "gae"
     }
 
     /// The whitened advantage of each row's first token with `V = 0` (for inspection; training

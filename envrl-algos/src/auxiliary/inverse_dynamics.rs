@@ -82,6 +82,11 @@ impl AuxObjective for InverseDynamics {
         "inverse_dynamics"
     }
 
+    fn prompt_words(&self) -> Vec<String> {
+        let environment = &self.config.transitions.environment;
+        vec![inverse_dynamics_prompt(environment, "", "", "", None)]
+    }
+
     fn schedule(&self) -> &Schedule {
         &self.config.schedule
     }

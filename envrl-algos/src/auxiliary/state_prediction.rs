@@ -57,6 +57,14 @@ impl AuxObjective for StatePrediction {
         "state_prediction"
     }
 
+    /// The prompt's template and the observations it treats as no-ops.
+    fn prompt_words(&self) -> Vec<String> {
+        let t = &self.config.transitions;
+        std::iter::once(state_prediction_prompt(&t.environment, "", "", ""))
+            .chain(t.noop_observations.iter().cloned())
+            .collect()
+    }
+
     fn schedule(&self) -> &Schedule {
         &self.config.schedule
     }

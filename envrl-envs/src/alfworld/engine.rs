@@ -315,4 +315,8 @@ impl Environment for AlfWorld {
     fn name(&self) -> &str {
         "alfworld"
     }
+
+    fn description(&self) -> &str {
+        "ALFRED household"
+    }
 }

@@ -155,6 +155,10 @@ impl Environment for KeyDoor {
     fn name(&self) -> &str {
         "keydoor"
     }
+
+    fn description(&self) -> &str {
+        "key-and-door"
+    }
 }
 
 #[cfg(test)]

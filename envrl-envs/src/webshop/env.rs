@@ -126,4 +126,8 @@ impl Environment for WebShop {
     fn name(&self) -> &str {
         "webshop"
     }
+
+    fn description(&self) -> &str {
+        "WebShop online shopping"
+    }
 }

@@ -13,7 +13,7 @@ use burn::tensor::Device;
 use envrl::{BehaviourCloning, SamplingParams, ScoreRow};
 use envrl_algos::{CausalLm, LmConfig, Pretrained, read_hf_config};
 
-use crate::device::device_with_dtype;
+use crate::device::{DType, DeviceName};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -159,10 +159,10 @@ pub struct GenerateBench {
     pub prefill_len: usize,
     /// The Python interpreter for the PyTorch column.
     pub python: Option<PathBuf>,
-    /// Float type of the weights and activations: `f32`, `bf16` or `f16`.
-    pub dtype: String,
-    /// The `--device` name.
-    pub device: String,
+    /// Float type of the weights and activations.
+    pub dtype: DType,
+    /// The device.
+    pub device: DeviceName,
 }
 
 /// A benchmark's model: `tiny` (the examples' model with `vocab` words), a `.gguf` file, a
@@ -186,7 +186,7 @@ fn bench_model(model: &Path, vocab: usize, device: &Device) -> Result<(CausalLm,
 /// When the model cannot be loaded or the PyTorch script fails.
 pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     let threads = rayon::current_num_threads();
-    let device = device_with_dtype(&bench.device, &bench.dtype)?;
+    let device = bench.device.device(bench.dtype)?;
     let (model, config) = bench_model(&bench.model, 0, &device)?;
     let vocab = model.vocab_size();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
@@ -226,7 +226,7 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     }
 
     let reference = match &bench.python {
-        Some(python) if bench.dtype == "f32" && is_gguf(&bench.model) => Some(run_python(
+        Some(python) if bench.dtype == DType::F32 && is_gguf(&bench.model) => Some(run_python(
             python,
             &[
                 "generate".into(),
@@ -256,9 +256,9 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
         bench.model.display(),
         config.num_hidden_layers,
         config.hidden_size,
-        bench.dtype
+        bench.dtype.name()
     );
-    header(threads, &bench.device);
+    header(threads, &bench.device.to_string());
     row(
         &format!("prefill, 1 × {} tokens", bench.prefill_len),
         prefill,
@@ -301,10 +301,10 @@ pub struct TrainBench {
     pub lora_rank: usize,
     /// Balanced gradient checkpointing.
     pub gradient_checkpointing: bool,
-    /// Float type: `f32`, `bf16` or `f16`.
-    pub dtype: String,
-    /// The `--device` name.
-    pub device: String,
+    /// Float type of the weights, activations and gradients.
+    pub dtype: DType,
+    /// The device.
+    pub device: DeviceName,
 }
 
 /// The Hugging Face `config.json` of a model config (what the PyTorch side builds).
@@ -331,7 +331,7 @@ fn hf_config(config: &LmConfig) -> serde_json::Value {
 /// When the model cannot be loaded or the PyTorch script fails.
 pub fn bench_train(bench: &TrainBench) -> Result<()> {
     let threads = rayon::current_num_threads();
-    let mut device = device_with_dtype(&bench.device, &bench.dtype)?.autodiff();
+    let mut device = bench.device.device(bench.dtype)?.autodiff();
     if bench.gradient_checkpointing {
         device = device.gradient_checkpointing();
     }
@@ -365,7 +365,7 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
     });
 
     let reference = match &bench.python {
-        Some(python) if bench.lora_rank == 0 && bench.dtype == "f32" => {
+        Some(python) if bench.lora_rank == 0 && bench.dtype == DType::F32 => {
             let file = tempfile::NamedTempFile::new()?;
             std::fs::write(file.path(), hf_config(&config).to_string())?;
             let result = run_python(
@@ -398,7 +398,7 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
         bench.seq,
         bench.steps
     );
-    header(threads, &bench.device);
+    header(threads, &bench.device.to_string());
     let mut label = match bench.lora_rank {
         0 => "training (forward, backward, AdamW)".to_string(),
         rank => format!("training with LoRA rank {rank} ({adapters} of {base_params} parameters)"),
@@ -406,8 +406,8 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
     if bench.gradient_checkpointing {
         label.push_str(", gradient checkpointing");
     }
-    if bench.dtype != "f32" {
-        label.push_str(&format!(", {}", bench.dtype));
+    if bench.dtype != DType::F32 {
+        label.push_str(&format!(", {}", bench.dtype.name()));
     }
     row(&label, ours, reference);
     Ok(())

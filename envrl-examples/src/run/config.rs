@@ -1,26 +1,76 @@
 //! The configuration of a training run: one TOML file, every field overridable from the
 //! command line with `--set path.to.field=value`.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::{Context, Result, bail};
 use envrl::TrainerConfig;
-use envrl_algos::{AlgorithmConfig, AuxConfig, ClippedPgConfig, LmConfig};
+use envrl_algos::{AdvantageConfig, AlgorithmConfig, AuxConfig, LmConfig};
 use envrl_envs::PromptStyle;
 use serde::{Deserialize, Serialize};
 
-/// The environments `envrl train` knows.
-pub const ENV_NAMES: [&str; 3] = ["alfworld", "webshop", "keydoor"];
-
-/// The presets `--preset` knows.
-pub const PRESET_NAMES: [&str; 3] = ["cpu-tiny", "smollm2-135m", "paper-1.5b"];
+use crate::device::DType;
+use crate::run::envs::EnvName;
+use crate::run::presets::Preset;
 
 /// Where fetched registry models live: `$ENVRL_MODELS`, else `~/.cache/envrl-models`.
-pub fn models_dir() -> std::path::PathBuf {
+pub fn models_dir() -> PathBuf {
     std::env::var_os("ENVRL_MODELS")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache/envrl-models"))
-        })
-        .unwrap_or_else(|| std::path::PathBuf::from(".cache/envrl-models"))
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/envrl-models")))
+        .unwrap_or_else(|| PathBuf::from(".cache/envrl-models"))
+}
+
+/// Where a run's model comes from; written as one string in configs (`tiny`, a path ending in
+/// `.gguf`, or a Hugging Face model directory).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum ModelSource {
+    /// A from-scratch tiny model with a word tokenizer over the environment's texts.
+    Tiny,
+    /// A GGUF file (weights and tokenizer).
+    Gguf(PathBuf),
+    /// A Hugging Face model directory (`config.json`, safetensors, `tokenizer.json`).
+    HfDir(PathBuf),
+}
+
+impl From<String> for ModelSource {
+    fn from(text: String) -> Self {
+        if text == "tiny" {
+            ModelSource::Tiny
+        } else if text.ends_with(".gguf") {
+            ModelSource::Gguf(text.into())
+        } else {
+            ModelSource::HfDir(text.into())
+        }
+    }
+}
+
+impl From<ModelSource> for String {
+    fn from(source: ModelSource) -> Self {
+        match source {
+            ModelSource::Tiny => "tiny".into(),
+            ModelSource::Gguf(path) | ModelSource::HfDir(path) => path.display().to_string(),
+        }
+    }
+}
+
+impl std::str::FromStr for ModelSource {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(text.to_string().into())
+    }
+}
+
+impl ModelSource {
+    /// The file or directory of a pretrained model; `None` for the tiny model.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            ModelSource::Tiny => None,
+            ModelSource::Gguf(path) | ModelSource::HfDir(path) => Some(path),
+        }
+    }
 }
 
 /// A from-scratch model's sizes (Qwen2 architecture).
@@ -153,18 +203,18 @@ impl Default for LoraConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunConfig {
-    /// `alfworld`, `webshop` or `keydoor`.
-    pub env: String,
-    /// The preset this config started from (`cpu-tiny`, `smollm2-135m`, `paper-1.5b`): a
-    /// `--config` file overlays it, so fields the file leaves out come from the preset.
+    /// The environment.
+    pub env: EnvName,
+    /// The preset this config started from: a `--config` file overlays it, so fields the file
+    /// leaves out come from the preset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preset: Option<String>,
-    /// The model: `tiny` (from scratch), a `.gguf` file or a Hugging Face model directory.
-    pub model: String,
+    pub preset: Option<Preset>,
+    /// The model.
+    pub model: ModelSource,
     /// The ALFWorld or WebShop prompt's wording: `verl-agent` (the paper's templates, the
     /// default) or `compact` (the same facts in fewer tokens, for the from-scratch model).
-    #[serde(default = "default_prompt")]
-    pub prompt: String,
+    #[serde(default)]
+    pub prompt: PromptStyle,
     /// Sizes of the tiny model.
     #[serde(default)]
     pub tiny: TinyModelConfig,
@@ -177,8 +227,8 @@ pub struct RunConfig {
     pub gradient_checkpointing: bool,
     /// Float type of the weights, activations and gradients: `f32` (the default), `bf16` or
     /// `f16` (on backends that support it; on the CPU, Burn flex converts to f32 for products).
-    #[serde(default = "default_dtype")]
-    pub dtype: String,
+    #[serde(default)]
+    pub dtype: DType,
     /// The warm start.
     #[serde(default)]
     pub warmup: WarmupConfig,
@@ -194,216 +244,20 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// The `cpu-tiny` preset for an environment: a from-scratch tiny LM, an SFT warm start on
-    /// expert demonstrations, then GRPO + EnvRL, sized for 2 CPU cores.
+    /// The `cpu-tiny` preset for an environment ([`Preset::CpuTiny`]).
     ///
     /// # Errors
-    /// When the environment name is unknown.
-    pub fn cpu_tiny(env: &str) -> Result<Self> {
-        check_name("environment", env, &ENV_NAMES)?;
-        let mut trainer = TrainerConfig {
-            iterations: 20,
-            groups: 8,
-            group_size: 4,
-            max_steps: 20,
-            mini_batch_rows: 128,
-            learning_rate: 1e-3,
-            weight_decay: 0.0,
-            eval_every: 5,
-            eval_episodes: 32,
-            checkpoint_every: 5,
-            ..Default::default()
-        };
-        // The expert's replies are at most ~25 tokens (ALFWorld) and ~50 (WebShop's searches);
-        // `envrl train` warns when one does not fit.
-        trainer.sampling.max_new_tokens = 32;
-        trainer.eval_sampling.max_new_tokens = 32;
-        let mut warmup = WarmupConfig::default();
-        let mut prompt = PromptStyle::VerlAgent;
-        let tasks: TasksConfig;
-        match env {
-            "keydoor" => {
-                trainer.max_steps = 12;
-                trainer.iterations = 30;
-                trainer.groups = 16;
-                trainer.group_size = 8;
-                trainer.mini_batch_rows = 256;
-                trainer.learning_rate = 3e-4;
-                trainer.sampling.max_new_tokens = 4;
-                trainer.eval_sampling.max_new_tokens = 4;
-                trainer.eval_sampling.temperature = 1.0;
-                trainer.eval_episodes = 64;
-                warmup.steps = 150;
-                tasks = TasksConfig {
-                    train: 1000,
-                    eval: 1000,
-                    ..TasksConfig::default()
-                };
-            }
-            _ => {
-                // ALFWorld and WebShop: the compact prompt, a warm start on many different
-                // tasks that also predicts the prompts (which teaches the small model to copy
-                // names and numbers from the observation and the admissible list), then GRPO
-                // at a lower learning rate. ALFWorld plays `pick` games (the other five types
-                // need more skills each). ~15 min (ALFWorld) and ~30 min (WebShop) on 2 cores
-                // (docs/results.md).
-                prompt = PromptStyle::Compact;
-                warmup = WarmupConfig {
-                    episodes: 1500,
-                    steps: 1500,
-                    context_weight: 1.0,
-                    ..warmup
-                };
-                let types = match env {
-                    "webshop" => Vec::new(),
-                    _ => vec!["pick".into()],
-                };
-                tasks = TasksConfig {
-                    train: 1500,
-                    eval: 40,
-                    types,
-                    ..TasksConfig::default()
-                };
-                trainer.iterations = 8;
-                trainer.learning_rate = 1e-4;
-                trainer.eval_every = 4;
-                trainer.eval_episodes = 40;
-                trainer.checkpoint_every = 4;
-                if env == "webshop" {
-                    // Episodes are short (~6 steps), so an iteration costs ~10 s and the warm
-                    // start dominates: more iterations for the same budget.
-                    trainer.iterations = 20;
-                    trainer.eval_every = 5;
-                    trainer.checkpoint_every = 5;
-                    trainer.max_steps = 15;
-                    trainer.sampling.max_new_tokens = 64;
-                    trainer.eval_sampling.max_new_tokens = 64;
-                }
-            }
-        }
-        Ok(Self {
-            env: env.to_string(),
-            preset: Some("cpu-tiny".into()),
-            model: "tiny".into(),
-            prompt: prompt.name().into(),
-            tiny: TinyModelConfig::default(),
-            lora: LoraConfig::default(),
-            gradient_checkpointing: false,
-            dtype: default_dtype(),
-            warmup,
-            tasks,
-            trainer,
-            algorithm: AlgorithmConfig {
-                loss: ClippedPgConfig {
-                    kl_coef: 0.0,
-                    entropy_coef: 0.0,
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-        })
+    /// Never for the built-in tables (the tests build every preset).
+    pub fn cpu_tiny(env: EnvName) -> Result<Self> {
+        Preset::CpuTiny.config(env)
     }
 
-    /// The `smollm2-135m` preset: SmolLM2-135M-Instruct from its GGUF
-    /// (`scripts/fetch-smollm2.sh`), a short SFT warm start, then GRPO with the paper's loss
-    /// settings at a scale a CPU can run (2 groups × 4, micro-batches of 2 rows).
+    /// A preset's config for an environment ([`Preset::config`]).
     ///
     /// # Errors
-    /// When the environment name is unknown.
-    pub fn smollm2_135m(env: &str) -> Result<Self> {
-        let mut config = Self::cpu_tiny(env)?.for_pretrained_model();
-        config.preset = Some("smollm2-135m".into());
-        config.model = models_dir()
-            .join("SmolLM2-135M-Instruct.Q4_1.gguf")
-            .display()
-            .to_string();
-        config.warmup = WarmupConfig {
-            episodes: 20,
-            steps: 20,
-            batch_size: 2,
-            learning_rate: 1e-5,
-            context_weight: 0.0,
-            from: None,
-        };
-        let t = &mut config.trainer;
-        t.iterations = 10;
-        t.groups = 2;
-        t.group_size = 4;
-        t.mini_batch_rows = 16;
-        t.micro_batch_rows = 2;
-        t.learning_rate = 1e-6;
-        t.weight_decay = 0.01;
-        t.eval_every = 5;
-        t.eval_episodes = 8;
-        t.sampling.max_new_tokens = 96;
-        t.eval_sampling.max_new_tokens = 96;
-        t.eval_sampling.temperature = 0.4;
-        config.algorithm.loss = ClippedPgConfig::default();
-        Ok(config)
-    }
-
-    /// The `paper-1.5b` preset: the paper's setting (ENVRL.md) with Qwen2.5-1.5B-Instruct's
-    /// architecture from the registry GGUF of Qwen2.5-Coder-1.5B-Instruct: 16 groups × 8, lr 1e-6,
-    /// KL 0.01, clip 0.2, 150 iterations, 50 (ALFWorld) / 15 (WebShop) steps, 512-token
-    /// responses, mini-batches of 256 / 64 rows, no warm start; add the EnvRL objectives with
-    /// `--aux` (λ0 0.2, cosine). Sized for a GPU.
-    ///
-    /// # Errors
-    /// When the environment name is unknown.
-    pub fn paper_1_5b(env: &str) -> Result<Self> {
-        let mut config = Self::cpu_tiny(env)?.for_pretrained_model();
-        config.preset = Some("paper-1.5b".into());
-        config.model = models_dir()
-            .join("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
-            .display()
-            .to_string();
-        config.warmup.steps = 0;
-        let webshop = env == "webshop";
-        config.trainer = TrainerConfig {
-            seed: config.trainer.seed,
-            iterations: 150,
-            groups: 16,
-            group_size: 8,
-            max_steps: if webshop { 15 } else { 50 },
-            mini_batch_rows: if webshop { 64 } else { 256 },
-            micro_batch_rows: 8,
-            learning_rate: 1e-6,
-            weight_decay: 0.01,
-            eval_every: 10,
-            eval_episodes: if webshop { 500 } else { 134 },
-            checkpoint_every: 10,
-            ..Default::default()
-        };
-        config.trainer.sampling.max_new_tokens = 512;
-        config.trainer.eval_sampling.max_new_tokens = 512;
-        config.trainer.eval_sampling.temperature = 0.4;
-        config.algorithm.loss = ClippedPgConfig::default();
-        Ok(config)
-    }
-
-    /// Undoes what `cpu-tiny` narrows for its from-scratch model: a pretrained model plays all
-    /// six ALFWorld task types and reads the paper's prompt.
-    fn for_pretrained_model(mut self) -> Self {
-        if self.env != "keydoor" {
-            self.tasks = TasksConfig::default();
-            self.prompt = default_prompt();
-        }
-        self
-    }
-
-    /// A preset by name.
-    ///
-    /// # Errors
-    /// When the preset or environment name is unknown.
-    pub fn preset(name: &str, env: &str) -> Result<Self> {
-        check_name("preset", name, &PRESET_NAMES)?;
-        let mut config = match name {
-            "smollm2-135m" => Self::smollm2_135m(env),
-            "paper-1.5b" => Self::paper_1_5b(env),
-            _ => Self::cpu_tiny(env),
-        }?;
-        config.preset = Some(name.to_string());
-        Ok(config)
+    /// Never for the built-in tables (the tests build every preset).
+    pub fn preset(preset: Preset, env: EnvName) -> Result<Self> {
+        preset.config(env)
     }
 
     /// Reads a TOML config file over its preset: fields the file leaves out come from the
@@ -413,27 +267,44 @@ impl RunConfig {
     /// # Errors
     /// When the file cannot be read or parsed, names an unknown key, or names another preset
     /// than `preset`.
-    pub fn from_toml_file_over(
-        path: &std::path::Path,
-        preset: Option<&str>,
-        env: &str,
-    ) -> Result<Self> {
+    pub fn from_toml_file_over(path: &Path, preset: Option<Preset>, env: EnvName) -> Result<Self> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let file: toml::Table =
             toml::from_str(&text).with_context(|| format!("config file {}", path.display()))?;
-        let named = file.get("preset").and_then(toml::Value::as_str);
-        let name = match (preset, named) {
+        let field = |key: &str| -> Result<Option<String>> {
+            Ok(match file.get(key) {
+                Some(value) => Some(
+                    value
+                        .as_str()
+                        .with_context(|| {
+                            format!("config file {}: `{key}` is not a string", path.display())
+                        })?
+                        .to_string(),
+                ),
+                None => None,
+            })
+        };
+        let named = field("preset")?
+            .map(|name| toml::Value::String(name).try_into::<Preset>())
+            .transpose()
+            .with_context(|| format!("config file {}: `preset`", path.display()))?;
+        let preset = match (preset, named) {
             (Some(given), Some(named)) if given != named => bail!(
                 "--preset {given} with a config file made from `{named}` ({}): drop one of them",
                 path.display()
             ),
             (Some(given), _) => given,
             (None, Some(named)) => named,
-            (None, None) => "cpu-tiny",
+            (None, None) => Preset::CpuTiny,
         };
-        let env = file.get("env").and_then(toml::Value::as_str).unwrap_or(env);
-        let mut merged = toml::Value::try_from(Self::preset(name, env)?)?;
+        let env = match field("env")? {
+            Some(name) => name
+                .parse()
+                .with_context(|| format!("config file {}", path.display()))?,
+            None => env,
+        };
+        let mut merged = toml::Value::try_from(Self::preset(preset, env)?)?;
         overlay(&mut merged, toml::Value::Table(file));
         let config: Self = merged
             .try_into()
@@ -446,7 +317,7 @@ impl RunConfig {
     ///
     /// # Errors
     /// When the file cannot be read or parsed.
-    pub fn from_toml_file(path: &std::path::Path) -> Result<Self> {
+    pub fn from_toml_file(path: &Path) -> Result<Self> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let config: Self =
@@ -455,23 +326,19 @@ impl RunConfig {
         Ok(config)
     }
 
-    /// Checks the names and the trainer's values.
-    fn validate(&self) -> Result<()> {
-        check_name("environment", &self.env, &ENV_NAMES)?;
-        if let Some(preset) = &self.preset {
-            check_name("preset", preset, &PRESET_NAMES)?;
+    /// Checks what the types do not: names inside fields and the trainer's values.
+    pub(crate) fn validate(&self) -> Result<()> {
+        if !EVAL_SPLITS.contains(&self.tasks.eval_split.as_str()) {
+            bail!(
+                "unknown tasks.eval_split `{}`; expected one of: {}",
+                self.tasks.eval_split,
+                EVAL_SPLITS.join(", ")
+            );
         }
-        check_name(
-            "prompt",
-            &self.prompt,
-            &PromptStyle::ALL.map(PromptStyle::name),
-        )?;
-        check_name("tasks.eval_split", &self.tasks.eval_split, &EVAL_SPLITS)?;
-        check_name("dtype", &self.dtype, &crate::device::DTYPES)?;
-        if self.prompt != default_prompt() && self.env == "keydoor" {
+        if self.prompt != PromptStyle::default() && self.env == EnvName::Keydoor {
             bail!(
                 "prompt `{}` is for alfworld and webshop; {} has one prompt",
-                self.prompt,
+                self.prompt.name(),
                 self.env
             );
         }
@@ -561,10 +428,8 @@ impl RunConfig {
     /// When a name is unknown (the message lists the known ones).
     pub fn with_algorithm(mut self, algo: Option<&str>, aux: Option<&str>) -> Result<Self> {
         if let Some(algo) = algo {
-            self.algorithm.advantage =
-                envrl_algos::AdvantageConfig::from_name(algo).with_context(|| {
-                    unknown("algorithm", algo, &envrl_algos::AdvantageConfig::NAMES)
-                })?;
+            self.algorithm.advantage = AdvantageConfig::from_name(algo)
+                .with_context(|| unknown("algorithm", algo, &AdvantageConfig::NAMES))?;
         }
         if let Some(aux) = aux {
             self.algorithm.aux = aux
@@ -596,30 +461,23 @@ impl RunConfig {
             None => (item, None),
         };
         let config = AuxConfig::from_name(name).with_context(|| {
-            unknown(
-                "auxiliary objective",
-                name,
-                &[
-                    "state-prediction",
-                    "inverse-dynamics",
-                    "state-prediction-in-sequence",
-                    "none",
-                ],
-            )
+            let mut known = AuxConfig::NAMES.to_vec();
+            known.push("none");
+            unknown("auxiliary objective", name, &known)
         })?;
         let config = match lambda0 {
             Some(lambda0) => config.with_lambda0(lambda0),
             None => config,
         };
-        Ok(match self.env.as_str() {
-            "webshop" => config.with_token_budgets(AuxConfig::WEBSHOP_BUDGETS),
-            _ => config,
+        Ok(match self.env.aux_token_budgets() {
+            Some(budgets) => config.with_token_budgets(budgets),
+            None => config,
         })
     }
 }
 
 /// Replaces every value of `base` that `top` gives, table by table (lists are replaced whole).
-fn overlay(base: &mut toml::Value, top: toml::Value) {
+pub(crate) fn overlay(base: &mut toml::Value, top: toml::Value) {
     match (base, top) {
         (toml::Value::Table(base), toml::Value::Table(top)) => {
             for (key, value) in top {
@@ -635,14 +493,6 @@ fn overlay(base: &mut toml::Value, top: toml::Value) {
     }
 }
 
-fn default_dtype() -> String {
-    "f32".into()
-}
-
-fn default_prompt() -> String {
-    PromptStyle::VerlAgent.name().into()
-}
-
 fn unknown(kind: &str, name: &str, known: &[&str]) -> String {
     format!(
         "unknown {kind} `{name}`; expected one of: {}",
@@ -650,21 +500,15 @@ fn unknown(kind: &str, name: &str, known: &[&str]) -> String {
     )
 }
 
-fn check_name(kind: &str, name: &str, known: &[&str]) -> Result<()> {
-    if !known.contains(&name) {
-        bail!(unknown(kind, name, known));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use EnvName::{Alfworld, Keydoor, Webshop};
     use envrl::Schedule;
 
     #[test]
     fn presets_round_trip_through_toml_and_overrides_apply() {
-        let config = RunConfig::cpu_tiny("alfworld").unwrap();
+        let config = RunConfig::cpu_tiny(Alfworld).unwrap();
         let text = config.to_toml().unwrap();
         let back: RunConfig = toml::from_str(&text).unwrap();
         assert_eq!(back, config);
@@ -677,18 +521,21 @@ mod tests {
 
     #[test]
     fn only_the_from_scratch_presets_narrow_the_task_types_and_the_prompt() {
-        let tiny = RunConfig::cpu_tiny("alfworld").unwrap();
+        let tiny = RunConfig::cpu_tiny(Alfworld).unwrap();
         assert_eq!(tiny.tasks.types, ["pick"]);
-        assert_eq!(tiny.prompt, "compact");
-        assert_eq!(RunConfig::cpu_tiny("webshop").unwrap().prompt, "compact");
-        for env in ["alfworld", "webshop"] {
-            for preset in ["smollm2-135m", "paper-1.5b"] {
+        assert_eq!(tiny.prompt, PromptStyle::Compact);
+        assert_eq!(
+            RunConfig::cpu_tiny(Webshop).unwrap().prompt,
+            PromptStyle::Compact
+        );
+        for env in [Alfworld, Webshop] {
+            for preset in [Preset::Smollm2_135m, Preset::Paper1_5b] {
                 let config = RunConfig::preset(preset, env).unwrap();
                 assert!(config.tasks.types.is_empty(), "{preset}");
-                assert_eq!(config.prompt, "verl-agent", "{preset} {env}");
+                assert_eq!(config.prompt, PromptStyle::VerlAgent, "{preset} {env}");
             }
         }
-        let err = RunConfig::cpu_tiny("keydoor")
+        let err = RunConfig::cpu_tiny(Keydoor)
             .unwrap()
             .with_overrides(&["prompt=compact".into()])
             .unwrap_err();
@@ -696,7 +543,7 @@ mod tests {
             format!("{err:#}").contains("alfworld and webshop"),
             "{err:#}"
         );
-        let err = RunConfig::cpu_tiny("alfworld")
+        let err = RunConfig::cpu_tiny(Alfworld)
             .unwrap()
             .with_overrides(&["prompt=short".into()])
             .unwrap_err();
@@ -708,10 +555,10 @@ mod tests {
 
     #[test]
     fn webshop_objectives_get_webshop_token_budgets() {
-        let budgets = |env: &str| -> Vec<(usize, usize)> {
-            RunConfig::preset("paper-1.5b", env)
+        let budgets = |env: EnvName| -> Vec<(usize, usize)> {
+            RunConfig::preset(Preset::Paper1_5b, env)
                 .unwrap()
-                .with_algorithm(None, Some("state-prediction,inverse-dynamics"))
+                .with_algorithm(None, Some("state_prediction,inverse_dynamics"))
                 .unwrap()
                 .algorithm
                 .aux
@@ -724,24 +571,24 @@ mod tests {
                 .map(|t| (t.max_prompt_tokens, t.max_target_tokens))
                 .collect()
         };
-        assert_eq!(budgets("webshop"), vec![(2048, 768); 2]);
-        assert_eq!(budgets("alfworld"), vec![(1024, 256); 2]);
+        assert_eq!(budgets(Webshop), vec![(2048, 768); 2]);
+        assert_eq!(budgets(Alfworld), vec![(1024, 256); 2]);
     }
 
     #[test]
     fn aux_weights_and_placebos_from_the_command_line_and_from_toml() {
-        let config = RunConfig::cpu_tiny("alfworld")
+        let config = RunConfig::cpu_tiny(Alfworld)
             .unwrap()
-            .with_algorithm(None, Some("state-prediction=0.05,inverse-dynamics=0"))
+            .with_algorithm(None, Some("state_prediction=0.05,inverse_dynamics=0"))
             .unwrap();
         let schedules: Vec<Schedule> = config.algorithm.aux.iter().map(|a| *a.schedule()).collect();
         assert_eq!(
             schedules,
             vec![Schedule::Cosine { start: 0.05 }, Schedule::None]
         );
-        let err = RunConfig::cpu_tiny("alfworld")
+        let err = RunConfig::cpu_tiny(Alfworld)
             .unwrap()
-            .with_algorithm(None, Some("state-prediction=-1"))
+            .with_algorithm(None, Some("state_prediction=-1"))
             .unwrap_err();
         assert!(format!("{err:#}").contains("λ0"), "{err:#}");
         // The placebo as docs/training.md writes it in a config file.
@@ -752,7 +599,7 @@ mod tests {
 
     #[test]
     fn impossible_numbers_are_refused_naming_the_field() {
-        let config = RunConfig::cpu_tiny("keydoor").unwrap();
+        let config = RunConfig::cpu_tiny(Keydoor).unwrap();
         for (set, field) in [
             ("warmup.batch_size=0", "warmup.batch_size"),
             ("warmup.learning_rate=nan", "warmup.learning_rate"),
@@ -773,34 +620,36 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
         std::fs::write(&path, "env = \"alfworld\"\n[trainer]\niterations = 3\n").unwrap();
-        let config = RunConfig::from_toml_file_over(&path, None, "keydoor").unwrap();
-        let preset = RunConfig::preset("cpu-tiny", "alfworld").unwrap();
+        let config = RunConfig::from_toml_file_over(&path, None, Keydoor).unwrap();
+        let preset = RunConfig::preset(Preset::CpuTiny, Alfworld).unwrap();
         // The missing fields are the preset's, not the library defaults (150 iterations, …).
         assert_eq!(config.trainer.iterations, 3);
         assert_eq!(config.trainer.learning_rate, preset.trainer.learning_rate);
         assert_eq!(config.warmup, preset.warmup);
         // A preset named in the file is used; another one given with it is an error.
         std::fs::write(&path, "env = \"alfworld\"\npreset = \"smollm2-135m\"\n").unwrap();
-        let config = RunConfig::from_toml_file_over(&path, None, "alfworld").unwrap();
+        let config = RunConfig::from_toml_file_over(&path, None, Alfworld).unwrap();
         assert_eq!(config.trainer.micro_batch_rows, 2);
-        let err = RunConfig::from_toml_file_over(&path, Some("cpu-tiny"), "alfworld").unwrap_err();
+        let err =
+            RunConfig::from_toml_file_over(&path, Some(Preset::CpuTiny), Alfworld).unwrap_err();
         assert!(
             format!("{err:#}").contains("made from `smollm2-135m`"),
             "{err:#}"
         );
-        let err = RunConfig::from_toml_file_over(&path, Some("bogus"), "alfworld").unwrap_err();
-        assert!(format!("{err:#}").contains("bogus"), "{err:#}");
+        std::fs::write(&path, "preset = \"bogus\"\n").unwrap();
+        let err = RunConfig::from_toml_file_over(&path, None, Alfworld).unwrap_err();
+        assert!(format!("{err:#}").contains("cpu-tiny"), "{err:#}");
         // A run's own config.toml reads back as itself.
         std::fs::write(&path, preset.to_toml().unwrap()).unwrap();
         assert_eq!(
-            RunConfig::from_toml_file_over(&path, None, "alfworld").unwrap(),
+            RunConfig::from_toml_file_over(&path, None, Alfworld).unwrap(),
             preset
         );
     }
 
     #[test]
     fn typos_and_unknown_names_are_named() {
-        let config = RunConfig::cpu_tiny("keydoor").unwrap();
+        let config = RunConfig::cpu_tiny(Keydoor).unwrap();
         let err = config
             .clone()
             .with_overrides(&["trainer.learnig_rate=0.5".into()])
@@ -812,14 +661,22 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("grpo, ppo, rloo, gigpo"), "{err}");
         let err = config
+            .clone()
             .with_algorithm(None, Some("state-predict"))
             .unwrap_err();
-        assert!(err.to_string().contains("inverse-dynamics"), "{err}");
         assert!(
-            RunConfig::cpu_tiny("minecraft")
-                .unwrap_err()
-                .to_string()
-                .contains("alfworld")
+            err.to_string()
+                .contains("state_prediction, inverse_dynamics, state_prediction_in_sequence, none"),
+            "{err}"
         );
+        // Names inside a config file: the error lists what the enum has.
+        for (set, expected) in [
+            ("env=\"minecraft\"", "alfworld"),
+            ("dtype=\"f8\"", "bf16"),
+            ("preset=\"cpu-huge\"", "smollm2-135m"),
+        ] {
+            let err = config.clone().with_overrides(&[set.into()]).unwrap_err();
+            assert!(format!("{err:#}").contains(expected), "{set}: {err:#}");
+        }
     }
 }

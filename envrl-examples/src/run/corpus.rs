@@ -3,8 +3,8 @@
 
 use std::sync::Mutex;
 
-use envrl::{Demonstration, ScoreRow, Tokenizer};
-use envrl_algos::{WordTokenizer, inverse_dynamics_prompt, state_prediction_prompt};
+use envrl::{AuxObjective, Demonstration, ScoreRow, Tokenizer};
+use envrl_algos::WordTokenizer;
 
 /// A [`Tokenizer`] that records the texts it is asked to encode and encodes each as its index
 /// in the record: the expert's episodes are played once through it, their texts build the word
@@ -83,10 +83,13 @@ impl Tokenizer for TextCollector {
     }
 }
 
-/// A word tokenizer over `texts` plus the auxiliary prompts' wording for `environment`.
-pub fn word_tokenizer(mut texts: Vec<String>, environment: &str, extra: &[&str]) -> WordTokenizer {
-    texts.push(state_prediction_prompt(environment, "", "", ""));
-    texts.push(inverse_dynamics_prompt(environment, "", "", "", None));
-    texts.extend(extra.iter().map(|s| s.to_string()));
+/// A word tokenizer over `texts` plus the prompt words of `objectives`
+/// ([`AuxObjective::prompt_words`]); pass every objective an arm of the experiment may train,
+/// so that all arms share the vocabulary.
+pub fn word_tokenizer(
+    mut texts: Vec<String>,
+    objectives: &[Box<dyn AuxObjective>],
+) -> WordTokenizer {
+    texts.extend(objectives.iter().flat_map(|o| o.prompt_words()));
     WordTokenizer::from_corpus(texts.iter().map(String::as_str))
 }

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::RunConfig;
+use envrl::{IterationMetrics, latest_checkpoint};
+
+use super::warm_start::WARM_START_FILE;
+use super::{RunConfig, RunOptions};
 
 /// The lock file of a run directory.
 pub const LOCK_FILE: &str = ".envrl.lock";
@@ -23,6 +26,31 @@ const MAY_CHANGE: [&str; 6] = [
     "trainer.keep_checkpoints",
     "tasks.eval_split",
 ];
+
+/// A fresh run directory's name when none is given: `runs/<env>__<estimator>__<seed>__<time>`,
+/// from the resolved config (so a `--config` file's estimator names it, not `--algo`'s
+/// default).
+pub fn default_run_dir(config: &RunConfig, unix_time: u64) -> PathBuf {
+    run_dir_named(
+        config.env.name(),
+        config.algorithm.advantage.name(),
+        config.trainer.seed,
+        unix_time,
+    )
+}
+
+/// The one naming rule of fresh run directories: `runs/<env>__<estimator>__<seed>__<time>`.
+pub fn run_dir_named(env: &str, estimator: &str, seed: u64, unix_time: u64) -> PathBuf {
+    PathBuf::from("runs").join(format!("{env}__{estimator}__{seed}__{unix_time}"))
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it).
+pub fn unix_time() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
 
 /// An advisory lock on a run directory, held while this process lives: a second run, a
 /// `--force` or an evaluation on a live directory fails at once, naming the owner.
@@ -145,6 +173,123 @@ pub fn check_resume_config(dir: &Path, requested: &RunConfig, allow: bool) -> Re
     writeln!(file, "{}", changes.join("\n")).with_context(|| format!("writing {}", log.display()))
 }
 
+/// Keeps only the complete metrics records of iterations before `iteration` (a killed run may
+/// have recorded later iterations, or half a line, after its last checkpoint).
+pub(crate) fn truncate_metrics(dir: &Path, iteration: usize) -> Result<()> {
+    let path = dir.join("metrics.jsonl");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(());
+    };
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            serde_json::from_str::<IterationMetrics>(l).is_ok_and(|m| m.iteration < iteration)
+        })
+        .collect();
+    let mut out = kept.join("\n");
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    std::fs::write(&path, out).with_context(|| format!("rewriting {}", path.display()))
+}
+
+/// Whether `name` is something envrl writes into a run directory.
+fn is_run_file(name: &str) -> bool {
+    const FILES: [&str; 8] = [
+        "config.toml",
+        "tokenizer.json",
+        "metrics.jsonl",
+        WARM_START_FILE,
+        "checkpoints",
+        "config-changes.txt",
+        LOCK_FILE,
+        "comparison",
+    ];
+    const PLOTS: [&str; 3] = ["success", "return", "losses"];
+    FILES.contains(&name)
+        || (name.starts_with("eval") && [".md", ".json", ".txt"].iter().any(|e| name.ends_with(e)))
+        || PLOTS
+            .iter()
+            .any(|p| name == format!("{p}.svg") || name == format!("{p}.png"))
+}
+
+/// What a directory holds that envrl did not write there.
+fn foreign_files(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !is_run_file(n))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Removes what envrl wrote into `dir` (and in `checkpoints/` only its `ckpt-*` folders),
+/// leaving anything else.
+fn remove_run_files(dir: &Path) -> Result<()> {
+    let checkpoints = dir.join("checkpoints");
+    if let Ok(entries) = std::fs::read_dir(&checkpoints) {
+        for entry in entries.filter_map(|e| e.ok()) {
+            if entry.file_name().to_string_lossy().starts_with("ckpt-") {
+                let path = entry.path();
+                std::fs::remove_dir_all(&path)
+                    .with_context(|| format!("removing {}", path.display()))?;
+            }
+        }
+        let _ = std::fs::remove_dir(&checkpoints); // only when nothing else is in it
+    }
+    for stale in ["metrics.jsonl", WARM_START_FILE, "config-changes.txt"] {
+        let path = dir.join(stale);
+        if path.exists() {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes `options.output_dir` ready for the run: refuses to overwrite another run's checkpoints
+/// (without `resume` or `force`) or a directory that envrl did not write, removes a previous
+/// run's files on a fresh start; returns the checkpoint to resume from.
+pub(crate) fn prepare_dir(options: &RunOptions) -> Result<Option<PathBuf>> {
+    let dir = &options.output_dir;
+    let checkpoints = dir.join("checkpoints");
+    let existing = latest_checkpoint(&checkpoints);
+    match (&existing, options.resume, options.force) {
+        (Some(_), false, false) => bail!(
+            "{} already holds a run's checkpoints; pass --resume to continue it or --force to \
+             overwrite it",
+            dir.display()
+        ),
+        (_, false, true) => remove_run_files(dir)?,
+        (None, true, _) => bail!("--resume: no checkpoint in {}", checkpoints.display()),
+        // A fresh start: only in a directory that holds nothing but (a killed run's) envrl
+        // files, whose stale metrics must not be continued.
+        (None, false, false) => {
+            let foreign = foreign_files(dir);
+            if !foreign.is_empty() {
+                bail!(
+                    "{} is not a run directory: it holds {}; choose another directory or pass \
+                     --force (which removes only what envrl writes)",
+                    dir.display(),
+                    foreign
+                        .iter()
+                        .take(5)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            remove_run_files(dir)?;
+        }
+        _ => {}
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(if options.resume { existing } else { None })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,7 +309,7 @@ mod tests {
 
     #[test]
     fn changes_that_alter_the_run_are_listed_and_longer_runs_allowed() {
-        let stored = RunConfig::cpu_tiny("keydoor").unwrap();
+        let stored = RunConfig::cpu_tiny(crate::run::EnvName::Keydoor).unwrap();
         let mut longer = stored.clone();
         longer.trainer.iterations += 10;
         assert!(config_changes(&stored, &longer).is_empty());
@@ -180,6 +325,21 @@ mod tests {
         assert!(
             changes[1].starts_with("trainer.learning_rate"),
             "{changes:?}"
+        );
+    }
+
+    #[test]
+    fn a_fresh_run_directory_is_named_after_the_resolved_estimator() {
+        // The config says GiGPO (as a `--config gigpo.toml` without `--algo` does).
+        let config = RunConfig::cpu_tiny(crate::run::EnvName::Alfworld)
+            .unwrap()
+            .with_algorithm(Some("gigpo"), None)
+            .unwrap()
+            .with_overrides(&["trainer.seed=4".into()])
+            .unwrap();
+        assert_eq!(
+            default_run_dir(&config, 17),
+            Path::new("runs/alfworld__gigpo__4__17")
         );
     }
 }

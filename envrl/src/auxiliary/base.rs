@@ -42,6 +42,14 @@ pub trait AuxObjective: Send {
     fn token_losses(&self, scores: &TokenScores) -> Tensor<2> {
         scores.logprobs.clone().neg()
     }
+
+    /// The fixed texts of this objective's prompts and targets (its template's wording): a
+    /// tokenizer built from an environment's own texts, which cannot learn new words, must
+    /// also be built from these, or the objective's prompts read as unknown tokens. Defaults to
+    /// none.
+    fn prompt_words(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// `Σ mask·(−log p) / (Σ mask + 1e-8)`: the token-mean cross-entropy of the targets.

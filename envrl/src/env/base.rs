@@ -40,4 +40,10 @@ pub trait Environment: Send {
 
     /// A short name for metrics and run directories, e.g. `alfworld`.
     fn name(&self) -> &str;
+
+    /// How the world is named in the auxiliary objectives' prompts ("You are modelling the
+    /// {description} environment."), e.g. `ALFRED household`. By default [`Environment::name`].
+    fn description(&self) -> &str {
+        self.name()
+    }
 }

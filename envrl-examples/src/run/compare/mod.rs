@@ -69,7 +69,7 @@ impl FinishedRun {
         })
     }
 
-    /// The arm: the whole algorithm, e.g. `grpo + state-prediction(cosine 0.2)`.
+    /// The arm: the whole algorithm, e.g. `grpo + state_prediction(cosine 0.2)`.
     pub fn method(&self) -> String {
         self.config.algorithm.label()
     }
@@ -314,7 +314,7 @@ mod tests {
     fn fake_run(root: &Path, aux: &str, seed: u64, wins: &[bool]) -> PathBuf {
         let dir = root.join(format!("{aux}-{seed}"));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut config = RunConfig::cpu_tiny("alfworld")
+        let mut config = RunConfig::cpu_tiny(crate::run::EnvName::Alfworld)
             .unwrap()
             .with_algorithm(Some("grpo"), Some(aux))
             .unwrap();
@@ -374,8 +374,8 @@ mod tests {
         let dirs = vec![
             fake_run(root.path(), "none", 0, &[t, f, f, f]),
             fake_run(root.path(), "none", 1, &[t, t, f, f]),
-            fake_run(root.path(), "state-prediction", 0, &[t, t, f, f]),
-            fake_run(root.path(), "state-prediction", 1, &[t, t, t, f]),
+            fake_run(root.path(), "state_prediction", 0, &[t, t, f, f]),
+            fake_run(root.path(), "state_prediction", 1, &[t, t, t, f]),
         ];
         let markdown = compare(&dirs, &root.path().join("out"), None, None).unwrap();
         println!("{markdown}");
@@ -384,7 +384,7 @@ mod tests {
         assert!(markdown.contains("| grpo | 2 | 37.5 ["), "{markdown}");
         assert!(markdown.contains("| baseline |"), "{markdown}");
         assert!(
-            markdown.contains("| grpo + state-prediction(cosine 0.2) | 2 | 62.5 ["),
+            markdown.contains("| grpo + state_prediction(cosine 0.2) | 2 | 62.5 ["),
             "{markdown}"
         );
         assert!(markdown.contains("| 25.0 ["), "{markdown}");
@@ -406,7 +406,7 @@ mod tests {
         // every seed and task.
         let same = vec![
             fake_run(root.path(), "none", 2, &[f, f]),
-            fake_run(root.path(), "state-prediction", 2, &[t, t]),
+            fake_run(root.path(), "state_prediction", 2, &[t, t]),
         ];
         let markdown = compare(&same, &root.path().join("same"), None, None).unwrap();
         assert!(

@@ -1,0 +1,136 @@
+//! The `envrl` command: one module per subcommand, each a `clap` struct with a `run` method.
+//! Flags are parsed once into typed values ([`EnvName`](crate::run::EnvName),
+//! [`Preset`](crate::run::Preset), [`DeviceArgs`]) and nothing is turned back into text.
+
+mod bench;
+mod compare;
+mod eval;
+mod lm;
+mod replay;
+mod train;
+mod webshop;
+
+use anyhow::Result;
+use burn::tensor::Device;
+use clap::{Args, Parser, Subcommand};
+
+use crate::device::{DEVICE_HELP, DType, DeviceName};
+
+/// Train and evaluate LLM agents with EnvRL.
+#[derive(Parser)]
+#[command(name = "envrl", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Train an agent: warm start on expert demonstrations, then RL (+ EnvRL objectives).
+    Train(train::TrainArgs),
+    /// Evaluate the latest checkpoint of a run directory on its held-out tasks.
+    Eval(eval::EvalArgs),
+    /// Replay recorded action lists through an environment engine.
+    Replay(replay::ReplayArgs),
+    /// Inspect a model: logits of token rows, or a generation.
+    Lm(lm::LmArgs),
+    /// WebShop tools.
+    Webshop(webshop::WebshopArgs),
+    /// Compare finished runs arm by arm (runs grouped by their whole algorithm): held-out
+    /// success with 95% bootstrap intervals, paired differences to a baseline arm, curve areas,
+    /// sample efficiency, per task type, gradient diagnostics, and curves with bands
+    /// (comparison.md and plots in --output).
+    Compare(compare::CompareArgs),
+    /// Measure speed and print a table next to the reference.
+    Bench(bench::BenchArgs),
+}
+
+impl Cli {
+    /// Runs the parsed command.
+    ///
+    /// # Errors
+    /// As the command.
+    pub fn run(self) -> Result<()> {
+        match self.command {
+            Command::Train(args) => args.run(),
+            Command::Eval(args) => args.run(),
+            Command::Replay(args) => args.run(),
+            Command::Lm(args) => args.run(),
+            Command::Webshop(args) => args.run(),
+            Command::Compare(args) => args.run(),
+            Command::Bench(args) => args.run(),
+        }
+    }
+}
+
+/// The device a command runs its model on, and the model's float type.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct DeviceArgs {
+    /// Device: cpu, tch-cpu, tch-cuda:N, wgpu or cuda:N (the last three need the Cargo
+    /// feature of the same backend).
+    #[arg(long, default_value = "cpu", value_parser = parse_device)]
+    pub device: DeviceName,
+    /// Float type of the weights, activations and gradients [default: f32, or the run
+    /// config's `dtype`].
+    #[arg(long, value_enum)]
+    pub dtype: Option<DType>,
+}
+
+fn parse_device(name: &str) -> Result<DeviceName, String> {
+    name.parse::<DeviceName>()
+        .map_err(|e| format!("{e} ({DEVICE_HELP})"))
+}
+
+impl DeviceArgs {
+    /// The float type: `--dtype`, else `default`.
+    pub fn dtype_or(self, default: DType) -> DType {
+        self.dtype.unwrap_or(default)
+    }
+
+    /// The device, configured for `--dtype` (f32 without it).
+    ///
+    /// # Errors
+    /// As [`DeviceName::device`].
+    pub fn device(self) -> Result<Device> {
+        self.device.device(self.dtype_or(DType::F32))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_model_command_takes_a_typed_device_and_dtype() {
+        let cli = Cli::try_parse_from([
+            "envrl", "lm", "generate", "--model", "m.gguf", "--prompt", "hi", "--device", "cuda:1",
+            "--dtype", "bf16",
+        ])
+        .unwrap();
+        let Command::Lm(lm) = cli.command else {
+            panic!("not lm")
+        };
+        let device = lm.device_args();
+        assert_eq!(
+            (device.device, device.dtype),
+            (DeviceName::Cuda(1), Some(DType::Bf16))
+        );
+        let err =
+            Cli::try_parse_from(["envrl", "lm", "generate", "--model", "m", "--device", "tpu"])
+                .err()
+                .unwrap()
+                .to_string();
+        assert!(err.contains("unknown device `tpu`"), "{err}");
+        let err = Cli::try_parse_from(["envrl", "train", "minecraft"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("alfworld, webshop, keydoor"), "{err}");
+    }
+}

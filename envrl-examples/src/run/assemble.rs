@@ -1,0 +1,79 @@
+//! One way to put a trainer together from a model, a tokenizer, an environment's set-up and
+//! the algorithm's config: `envrl train` and the key-and-door example both use it.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use envrl::{AuxObjective, Environment, Tokenizer, Trainer, TrainerConfig, TrainerParts};
+use envrl_algos::{AlgorithmConfig, CausalLm};
+use envrl_envs::webshop::ScoreLog;
+
+use super::envs::{Demonstrate, EnvSetup};
+
+/// What the set-up keeps for the report once the trainer has its parts.
+pub struct Reporting {
+    /// Expert demonstrations in the prompt format.
+    pub demonstrate: Demonstrate,
+    /// The evaluation-table row of a task.
+    pub task_label: Box<dyn Fn(u64) -> String>,
+    /// Raw scores of WebShop purchases, by task.
+    pub scores: Option<ScoreLog>,
+    /// Held-out evaluation task ids.
+    pub eval_tasks: Vec<u64>,
+}
+
+/// What a trainer is assembled from, besides the model.
+pub struct Assembly<'a, E: Environment> {
+    /// Iterations, batch, learning rate, sampling, evaluation, checkpoints.
+    pub trainer: &'a TrainerConfig,
+    /// Estimator, actor loss and the configured objectives.
+    pub algorithm: &'a AlgorithmConfig,
+    /// The tokenizer of the model.
+    pub tokenizer: Arc<dyn Tokenizer>,
+    /// The environment's side.
+    pub setup: EnvSetup<E>,
+    /// Objectives of the caller's own (a custom [`AuxObjective`] plugs in here).
+    pub extra_aux: Vec<Box<dyn AuxObjective>>,
+}
+
+impl<E: Environment + 'static> Assembly<'_, E> {
+    /// The trainer, with the algorithm's objectives named for the environment
+    /// ([`Environment::description`]) and the caller's after them, and what the set-up keeps
+    /// for the report.
+    ///
+    /// # Errors
+    /// When the trainer's config does not fit the tasks or the model.
+    pub fn build(self, model: CausalLm) -> Result<(Trainer<CausalLm, E>, Reporting)> {
+        let description = self.setup.description();
+        let mut algorithm = self.algorithm.clone();
+        for aux in &mut algorithm.aux {
+            *aux = aux.clone().with_environment(&description);
+        }
+        let parts = algorithm.build();
+        let critic = algorithm.build_critic(&model);
+        let setup = self.setup;
+        let reporting = Reporting {
+            demonstrate: setup.demonstrate,
+            task_label: setup.task_label,
+            scores: setup.scores,
+            eval_tasks: setup.eval_tasks.clone(),
+        };
+        let trainer = Trainer::new(
+            self.trainer.clone(),
+            model,
+            TrainerParts {
+                tokenizer: self.tokenizer,
+                prompt: setup.prompt,
+                parser: setup.parser,
+                advantage: parts.advantage,
+                loss: parts.loss,
+                critic,
+                aux: parts.aux.into_iter().chain(self.extra_aux).collect(),
+                make_env: setup.make_env,
+                train_tasks: setup.train_tasks,
+                eval_tasks: setup.eval_tasks,
+            },
+        )?;
+        Ok((trainer, reporting))
+    }
+}

@@ -1,0 +1,103 @@
+//! The key-and-door world in `envrl train`: a corridor of rooms, a key and a door.
+
+use anyhow::Result;
+use envrl::{Demonstration, ScoreRow};
+use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::{EnvSetup, ProgramEnv};
+use crate::run::config::RunConfig;
+use crate::run::presets::Preset;
+
+/// The key-and-door world's registration ([`ProgramEnv`]).
+pub struct KeyDoorProgram;
+
+/// The corridor's own task counts and episode length, for the pretrained models' presets.
+const SMALL_WORLD: &str = "[tasks]\ntrain = 1000\neval = 1000\n[trainer]\nmax_steps = 12\ncheckpoint_every = 5\n";
+
+impl ProgramEnv for KeyDoorProgram {
+    type Env = KeyDoor;
+
+    fn setup(config: &RunConfig) -> Result<EnvSetup<KeyDoor>> {
+        Ok(setup(config))
+    }
+
+    fn preset_delta(preset: Preset) -> &'static str {
+        match preset {
+            Preset::CpuTiny => {
+                "prompt = \"verl-agent\"\n\
+                 [warmup]\nepisodes = 100\nsteps = 150\ncontext_weight = 0.0\n\
+                 [tasks]\ntrain = 1000\neval = 1000\n\
+                 [trainer]\niterations = 30\ngroups = 16\ngroup_size = 8\nmax_steps = 12\n\
+                 mini_batch_rows = 256\nlearning_rate = 0.0003\neval_every = 5\neval_episodes = 64\n\
+                 checkpoint_every = 5\n\
+                 [trainer.sampling]\nmax_new_tokens = 4\n\
+                 [trainer.eval_sampling]\nmax_new_tokens = 4\ntemperature = 1.0\n"
+            }
+            Preset::Smollm2_135m => SMALL_WORLD,
+            Preset::Paper1_5b => {
+                "[warmup]\nepisodes = 100\ncontext_weight = 0.0\n[tasks]\ntrain = 1000\neval = 1000\n"
+            }
+        }
+    }
+}
+
+/// The key-and-door world as `envrl train keydoor` configures it: 4 rooms; its "expert" is a
+/// uniformly random admissible action (format only).
+pub fn setup(config: &RunConfig) -> EnvSetup<KeyDoor> {
+    corridor(Corridor {
+        rooms: 4,
+        max_steps: config.trainer.max_steps,
+        seed: config.trainer.seed,
+        train_tasks: config.tasks.train as u64,
+        eval_tasks: config.tasks.eval as u64,
+    })
+}
+
+/// The sizes of a key-and-door set-up.
+#[derive(Debug, Clone, Copy)]
+pub struct Corridor {
+    /// Rooms in the corridor.
+    pub rooms: usize,
+    /// Steps per episode.
+    pub max_steps: usize,
+    /// Seed of the random "expert".
+    pub seed: u64,
+    /// Training tasks `0..train_tasks`.
+    pub train_tasks: u64,
+    /// Held-out tasks from [`EVAL_TASK_OFFSET`](crate::keydoor::EVAL_TASK_OFFSET).
+    pub eval_tasks: u64,
+}
+
+/// The key-and-door set-up of any size (the `keydoor` example's and `envrl train`'s).
+pub fn corridor(c: Corridor) -> EnvSetup<KeyDoor> {
+    let Corridor {
+        rooms,
+        max_steps,
+        seed,
+        ..
+    } = c;
+    let eval_offset = crate::keydoor::EVAL_TASK_OFFSET;
+    EnvSetup {
+        prompt: Box::new(KeyDoorPrompt),
+        parser: Box::new(KeyDoorProjection),
+        make_env: Box::new(move || KeyDoor::new(rooms, max_steps)),
+        train_tasks: (0..c.train_tasks).collect(),
+        eval_tasks: (eval_offset..eval_offset + c.eval_tasks).collect(),
+        demonstrate: Box::new(move |tokenizer, episodes| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(1));
+            let rows: Vec<ScoreRow> = crate::keydoor::random_policy_examples(
+                tokenizer,
+                rooms,
+                max_steps,
+                episodes as u64,
+                &mut rng,
+            );
+            vec![Demonstration { rows, won: false }]
+        }),
+        task_label: Box::new(|_| "all".into()),
+        scores: None,
+        source: format!("generated corridors ({rooms} rooms)"),
+    }
+}

@@ -1,0 +1,69 @@
+//! The held-out evaluation of a run: its table, and the files beside it (`eval.md`,
+//! `eval.json`, `eval-episodes.txt`, `eval-outcomes.json`; `eval-<tag>…` for another split).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use envrl::{Environment, Trainer};
+use envrl_algos::CausalLm;
+
+use super::assemble::Reporting;
+use super::report::{EvalRow, episode_outcomes, episode_transcripts, eval_table};
+
+/// A run directory's evaluation file: `eval<extension>`, or `eval-<tag><extension>` for an
+/// evaluation on another split (`envrl eval --split`).
+pub(crate) fn eval_path(dir: &Path, tag: Option<&str>, extension: &str) -> PathBuf {
+    dir.join(match tag {
+        Some(tag) => format!("eval-{tag}{extension}"),
+        None => format!("eval{extension}"),
+    })
+}
+
+/// Evaluates on the held-out tasks and writes the episodes and their outcomes.
+pub(crate) struct Evaluation<'a> {
+    pub reporting: &'a Reporting,
+    pub dir: &'a Path,
+    pub tag: Option<&'a str>,
+}
+
+impl Evaluation<'_> {
+    /// The path of one of the evaluation's files.
+    pub fn file(&self, extension: &str) -> PathBuf {
+        eval_path(self.dir, self.tag, extension)
+    }
+
+    /// Plays every held-out task once; writes `-episodes.txt` (the first 20 transcripts) and
+    /// `-outcomes.json` (each episode's result, for `envrl compare`'s intervals), warning
+    /// when they cannot be written; returns the table (last row: all tasks).
+    pub fn run<E: Environment + 'static>(
+        &self,
+        trainer: &mut Trainer<CausalLm, E>,
+    ) -> Vec<EvalRow> {
+        let scores = &self.reporting.scores;
+        if let Some(log) = scores {
+            log.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
+        let report = trainer.evaluate(self.reporting.eval_tasks.len());
+        self.write("-episodes.txt", episode_transcripts(&report, 20));
+        let scores: Option<BTreeMap<u64, f64>> = scores.as_ref().map(|log| {
+            log.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .map(|(k, v)| (*k, *v))
+                .collect()
+        });
+        let outcomes = episode_outcomes(&report, scores.as_ref());
+        self.write(
+            "-outcomes.json",
+            serde_json::to_string(&outcomes).unwrap_or_default(),
+        );
+        eval_table(&report, &self.reporting.task_label, scores.as_ref())
+    }
+
+    fn write(&self, extension: &str, text: String) {
+        let path = self.file(extension);
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("could not write {}: {e}", path.display());
+        }
+    }
+}
