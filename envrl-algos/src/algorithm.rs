@@ -14,135 +14,16 @@
 use envrl::{Advantage, AuxObjective, Critic, PolicyLoss, Schedule};
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    CausalLm, ClippedPgConfig, ClippedPolicyGradient, CriticConfig, Gae, GaeConfig, Gigpo,
-    GigpoConfig, Grpo, GrpoConfig, InSequenceConfig, InSequenceStatePrediction, InverseDynamics,
-    InverseDynamicsConfig, LmCritic, Rloo, RlooConfig, StatePrediction, StatePredictionConfig,
-};
-
-/// An advantage estimator and its settings, selected by `name`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "name", rename_all = "snake_case")]
-pub enum AdvantageConfig {
-    /// [`Grpo`].
-    Grpo(GrpoConfig),
-    /// [`Rloo`].
-    Rloo(RlooConfig),
-    /// [`Gigpo`].
-    Gigpo(GigpoConfig),
-    /// PPO: [`Gae`] with an [`LmCritic`].
-    Ppo(PpoConfig),
-}
-
-/// PPO's settings: the GAE estimator and the critic.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct PpoConfig {
-    /// γ, λ and the invalid-action penalty.
-    pub gae: GaeConfig,
-    /// The critic's optimizer and value clip.
-    pub critic: CriticConfig,
-}
-
-impl Default for AdvantageConfig {
-    fn default() -> Self {
-        AdvantageConfig::Grpo(GrpoConfig::default())
-    }
-}
-
-impl AdvantageConfig {
-    /// The names [`AdvantageConfig::from_name`] knows.
-    pub const NAMES: [&'static str; 4] = ["grpo", "ppo", "rloo", "gigpo"];
-
-    /// The estimator with default settings for a name (`grpo`, `ppo`, `rloo`, `gigpo`).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "grpo" => AdvantageConfig::Grpo(GrpoConfig::default()),
-            "rloo" => AdvantageConfig::Rloo(RlooConfig::default()),
-            "gigpo" => AdvantageConfig::Gigpo(GigpoConfig::default()),
-            "ppo" => AdvantageConfig::Ppo(PpoConfig::default()),
-            _ => return None,
-        })
-    }
-
-    /// The estimator's name, as [`AdvantageConfig::from_name`] takes it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            AdvantageConfig::Grpo(_) => "grpo",
-            AdvantageConfig::Rloo(_) => "rloo",
-            AdvantageConfig::Gigpo(_) => "gigpo",
-            AdvantageConfig::Ppo(_) => "ppo",
-        }
-    }
-
-    /// Builds the estimator.
-    pub fn build(&self) -> Box<dyn Advantage> {
-        match self {
-            AdvantageConfig::Grpo(c) => Box::new(Grpo::new(c.clone())),
-            AdvantageConfig::Rloo(c) => Box::new(Rloo { config: c.clone() }),
-            AdvantageConfig::Gigpo(c) => Box::new(Gigpo { config: c.clone() }),
-            AdvantageConfig::Ppo(c) => Box::new(Gae {
-                config: c.gae.clone(),
-            }),
-        }
-    }
-}
-
-/// An auxiliary objective and its settings, selected by `name`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "name", rename_all = "snake_case")]
-pub enum AuxConfig {
-    /// [`StatePrediction`].
-    StatePrediction(StatePredictionConfig),
-    /// [`InverseDynamics`].
-    InverseDynamics(InverseDynamicsConfig),
-    /// [`InSequenceStatePrediction`].
-    StatePredictionInSequence(InSequenceConfig),
-}
+pub use crate::advantage::AdvantageConfig;
+pub use crate::auxiliary::AuxConfig;
+use crate::{CausalLm, ClippedPgConfig, ClippedPolicyGradient};
 
 impl AuxConfig {
-    /// Every built-in objective's name: the same string in configs (`name = "…"`), on the
-    /// command line (`--aux`), in the metrics (`loss/aux/<name>`) and in run labels.
-    pub const NAMES: [&'static str; 3] = [
-        "state_prediction",
-        "inverse_dynamics",
-        "state_prediction_in_sequence",
-    ];
-
-    /// Every built-in objective with its default settings, in [`AuxConfig::NAMES`] order.
-    pub fn all() -> [AuxConfig; 3] {
-        [
-            AuxConfig::StatePrediction(Default::default()),
-            AuxConfig::InverseDynamics(Default::default()),
-            AuxConfig::StatePredictionInSequence(Default::default()),
-        ]
-    }
-
     /// The objective with default settings for a name of [`AuxConfig::NAMES`] (`-` is read
     /// as `_`, so `state-prediction` works too).
     pub fn from_name(name: &str) -> Option<Self> {
         let name = name.replace('-', "_");
         Self::all().into_iter().find(|c| c.name() == name)
-    }
-
-    /// The objective's name (one of [`AuxConfig::NAMES`]); the built objective's
-    /// [`AuxObjective::name`] is the same.
-    pub fn name(&self) -> &'static str {
-        match self {
-            AuxConfig::StatePrediction(_) => "state_prediction",
-            AuxConfig::InverseDynamics(_) => "inverse_dynamics",
-            AuxConfig::StatePredictionInSequence(_) => "state_prediction_in_sequence",
-        }
-    }
-
-    /// Names the world in the objective's prompts ([`envrl::Environment::description`]).
-    pub fn with_environment(mut self, description: &str) -> Self {
-        match &mut self {
-            AuxConfig::StatePrediction(c) => c.transitions.environment = description.into(),
-            AuxConfig::InverseDynamics(c) => c.transitions.environment = description.into(),
-            AuxConfig::StatePredictionInSequence(_) => {}
-        }
-        self
     }
 
     /// The objective with its weight schedule, e.g. `state_prediction(cosine 0.2)` or
@@ -156,43 +37,6 @@ impl AuxConfig {
             Schedule::Cosine { start } => format!("cosine {start}"),
         };
         format!("{}({schedule})", self.name())
-    }
-
-    /// Sets the examples' token budgets: the prompt (context) and the target. ENVRL.md §4 uses
-    /// 1024 / 256 for ALFWorld (the defaults) and 2048 / 768 for WebShop
-    /// ([`AuxConfig::WEBSHOP_BUDGETS`]). The in-sequence variant has no prompt of its own: the
-    /// target budget caps its observation tokens.
-    pub fn with_token_budgets(mut self, (prompt, target): (usize, usize)) -> Self {
-        match &mut self {
-            AuxConfig::StatePrediction(c) => {
-                c.transitions.max_prompt_tokens = prompt;
-                c.transitions.max_target_tokens = target;
-            }
-            AuxConfig::InverseDynamics(c) => {
-                c.transitions.max_prompt_tokens = prompt;
-                c.transitions.max_target_tokens = target;
-            }
-            AuxConfig::StatePredictionInSequence(c) => c.max_obs_tokens = target,
-        }
-        self
-    }
-
-    /// The objective's weight schedule λ(t).
-    pub fn schedule(&self) -> &Schedule {
-        match self {
-            AuxConfig::StatePrediction(c) => &c.schedule,
-            AuxConfig::InverseDynamics(c) => &c.schedule,
-            AuxConfig::StatePredictionInSequence(c) => &c.schedule,
-        }
-    }
-
-    /// The objective's weight schedule λ(t), to change it.
-    pub fn schedule_mut(&mut self) -> &mut Schedule {
-        match self {
-            AuxConfig::StatePrediction(c) => &mut c.schedule,
-            AuxConfig::InverseDynamics(c) => &mut c.schedule,
-            AuxConfig::StatePredictionInSequence(c) => &mut c.schedule,
-        }
     }
 
     /// Sets λ0, keeping the schedule's shape; λ0 = 0 makes the objective a placebo
@@ -210,17 +54,6 @@ impl AuxConfig {
 
     /// WebShop's example token budgets (prompt, target): its pages are longer (ENVRL.md §4).
     pub const WEBSHOP_BUDGETS: (usize, usize) = (2048, 768);
-
-    /// Builds the objective.
-    pub fn build(&self) -> Box<dyn AuxObjective> {
-        match self {
-            AuxConfig::StatePrediction(c) => Box::new(StatePrediction { config: c.clone() }),
-            AuxConfig::InverseDynamics(c) => Box::new(InverseDynamics { config: c.clone() }),
-            AuxConfig::StatePredictionInSequence(c) => {
-                Box::new(InSequenceStatePrediction { config: c.clone() })
-            }
-        }
-    }
 }
 
 /// The learning algorithm of a run: estimator, actor loss and auxiliary objectives.
@@ -247,7 +80,7 @@ pub struct AlgorithmParts {
 
 /// `Ok` when `value` is finite and `ok(value)` holds, else an [`envrl::Error::InvalidConfig`]
 /// naming `field` and `rule`.
-fn check(
+pub(crate) fn check(
     field: &'static str,
     value: f64,
     ok: impl Fn(f64) -> bool,
@@ -272,7 +105,6 @@ impl AlgorithmConfig {
     /// [`envrl::Error::InvalidConfig`] naming the first field out of range.
     pub fn validate(&self) -> envrl::Result<()> {
         let l = &self.loss;
-        let unit = |v: f64| (0.0..=1.0).contains(&v);
         let nonneg = |v: f64| v >= 0.0;
         check(
             "algorithm.loss.clip_low",
@@ -299,67 +131,7 @@ impl AlgorithmConfig {
             nonneg,
             "≥ 0",
         )?;
-        match &self.advantage {
-            AdvantageConfig::Grpo(c) => {
-                check(
-                    "algorithm.advantage.invalid_penalty",
-                    c.invalid_penalty as f64,
-                    nonneg,
-                    "≥ 0",
-                )?;
-                check(
-                    "algorithm.advantage.epsilon",
-                    c.epsilon as f64,
-                    |v| v > 0.0,
-                    "> 0",
-                )?;
-            }
-            AdvantageConfig::Rloo(c) => {
-                check(
-                    "algorithm.advantage.invalid_penalty",
-                    c.invalid_penalty as f64,
-                    nonneg,
-                    "≥ 0",
-                )?;
-            }
-            AdvantageConfig::Gigpo(c) => {
-                check(
-                    "algorithm.advantage.invalid_penalty",
-                    c.invalid_penalty as f64,
-                    nonneg,
-                    "≥ 0",
-                )?;
-                check(
-                    "algorithm.advantage.gamma",
-                    c.gamma as f64,
-                    unit,
-                    "in [0, 1]",
-                )?;
-                check("algorithm.advantage.omega", c.omega as f64, nonneg, "≥ 0")?;
-            }
-            AdvantageConfig::Ppo(c) => {
-                let g = &c.gae;
-                check(
-                    "algorithm.advantage.gae.invalid_penalty",
-                    g.invalid_penalty as f64,
-                    nonneg,
-                    "≥ 0",
-                )?;
-                check(
-                    "algorithm.advantage.gae.gamma",
-                    g.gamma as f64,
-                    unit,
-                    "in [0, 1]",
-                )?;
-                check(
-                    "algorithm.advantage.gae.lambda",
-                    g.lambda as f64,
-                    unit,
-                    "in [0, 1]",
-                )?;
-            }
-        }
-        Ok(())
+        self.advantage.validate()
     }
 
     /// The whole algorithm in a line: the estimator and each objective with its schedule, e.g.
@@ -383,10 +155,7 @@ impl AlgorithmConfig {
 
     /// The critic the estimator needs (PPO), initialised from `policy`; `None` otherwise.
     pub fn build_critic(&self, policy: &CausalLm) -> Option<Box<dyn Critic>> {
-        match &self.advantage {
-            AdvantageConfig::Ppo(c) => Some(Box::new(LmCritic::new(policy, c.critic.clone()))),
-            _ => None,
-        }
+        self.advantage.build_critic(policy)
     }
 }
 
@@ -396,7 +165,7 @@ mod tests {
 
     #[test]
     fn names_select_estimators_and_objectives() {
-        for name in AdvantageConfig::NAMES {
+        for &name in AdvantageConfig::NAMES {
             // PPO is GAE with a critic: the estimator is named for what it computes.
             let estimator = if name == "ppo" { "gae" } else { name };
             assert_eq!(
@@ -406,7 +175,7 @@ mod tests {
         }
         assert!(AdvantageConfig::from_name("ppo2").is_none());
         // One string everywhere: the config's, the built objective's (metrics) and the label's.
-        for (config, name) in AuxConfig::all().iter().zip(AuxConfig::NAMES) {
+        for (config, &name) in AuxConfig::all().iter().zip(AuxConfig::NAMES) {
             assert_eq!(config.name(), name);
             assert_eq!(config.build().name(), name);
             let json = serde_json::to_value(config).unwrap();
@@ -418,7 +187,7 @@ mod tests {
             );
         }
         assert!(AuxConfig::from_name("state-predictions").is_none());
-        for name in AdvantageConfig::NAMES {
+        for &name in AdvantageConfig::NAMES {
             assert_eq!(AdvantageConfig::from_name(name).unwrap().name(), name);
         }
         let config = AlgorithmConfig {

@@ -38,14 +38,14 @@ mod test_support;
 mod tokenizer;
 
 pub use advantage::{
-    Gae, GaeConfig, Gigpo, GigpoConfig, GigpoNorm, Grpo, GrpoConfig, GrpoStats, Rloo, RlooConfig,
-    gae_row, group_mean_std, row_scores, whiten,
+    EstimatorConfig, Gae, GaeConfig, Gigpo, GigpoConfig, GigpoNorm, Grpo, GrpoConfig, GrpoStats,
+    PpoConfig, Rloo, RlooConfig, gae_row, group_mean_std, row_scores, whiten,
 };
-pub use algorithm::{AdvantageConfig, AlgorithmConfig, AlgorithmParts, AuxConfig, PpoConfig};
+pub use algorithm::{AdvantageConfig, AlgorithmConfig, AlgorithmParts, AuxConfig};
 pub use auxiliary::{
     ActionTarget, AuxSource, InSequenceConfig, InSequenceStatePrediction, InverseDynamics,
-    InverseDynamicsConfig, StatePrediction, StatePredictionConfig, Transition, TransitionFilter,
-    inverse_dynamics_prompt, state_prediction_prompt,
+    InverseDynamicsConfig, ObjectiveConfig, StatePrediction, StatePredictionConfig, Transition,
+    TransitionFilter, inverse_dynamics_prompt, state_prediction_prompt,
 };
 pub use critic::{CriticConfig, LmCritic, ValueModel, clipped_value_loss};
 pub use error::{Error, Result};

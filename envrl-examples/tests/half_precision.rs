@@ -47,5 +47,5 @@ fn a_bf16_run_trains_and_stores_half_precision_weights() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert!(stderr.contains("f32, bf16, f16"), "{stderr}");
+    assert!(stderr.contains("`f32`, `bf16`, `f16`"), "{stderr}");
 }

@@ -24,7 +24,9 @@ use std::collections::HashMap;
 use envrl::{Advantage, RolloutBatch};
 use serde::{Deserialize, Serialize};
 
+use super::EstimatorConfig;
 use crate::advantage::{group_mean_std, row_scores};
+use crate::algorithm::check;
 
 /// How both levels are normalised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,6 +158,33 @@ fn step_advantages(returns: &[f32], anchors: &[usize], norm: GigpoNorm) -> Vec<f
             }
         })
         .collect()
+}
+
+impl EstimatorConfig for GigpoConfig {
+    const NAME: &'static str = "gigpo";
+
+    fn build(&self) -> Box<dyn Advantage> {
+        Box::new(Gigpo {
+            config: self.clone(),
+        })
+    }
+
+    fn validate(&self) -> envrl::Result<()> {
+        let nonneg = |v: f64| v >= 0.0;
+        check(
+            "algorithm.advantage.invalid_penalty",
+            self.invalid_penalty as f64,
+            nonneg,
+            "≥ 0",
+        )?;
+        check(
+            "algorithm.advantage.gamma",
+            self.gamma as f64,
+            |v| (0.0..=1.0).contains(&v),
+            "in [0, 1]",
+        )?;
+        check("algorithm.advantage.omega", self.omega as f64, nonneg, "≥ 0")
+    }
 }
 
 #[cfg(test)]

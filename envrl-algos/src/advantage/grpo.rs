@@ -20,6 +20,9 @@
 use envrl::{Advantage, RolloutBatch};
 use serde::{Deserialize, Serialize};
 
+use super::EstimatorConfig;
+use crate::algorithm::check;
+
 /// Which samples the group statistics are taken over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -150,6 +153,24 @@ pub fn group_mean_std(
             (g, (mean as f32, var.sqrt() as f32))
         })
         .collect()
+}
+
+impl EstimatorConfig for GrpoConfig {
+    const NAME: &'static str = "grpo";
+
+    fn build(&self) -> Box<dyn Advantage> {
+        Box::new(Grpo::new(self.clone()))
+    }
+
+    fn validate(&self) -> envrl::Result<()> {
+        check(
+            "algorithm.advantage.invalid_penalty",
+            self.invalid_penalty as f64,
+            |v| v >= 0.0,
+            "≥ 0",
+        )?;
+        check("algorithm.advantage.epsilon", self.epsilon as f64, |v| v > 0.0, "> 0")
+    }
 }
 
 #[cfg(test)]

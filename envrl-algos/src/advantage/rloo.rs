@@ -14,7 +14,9 @@
 use envrl::{Advantage, RolloutBatch};
 use serde::{Deserialize, Serialize};
 
+use super::EstimatorConfig;
 use crate::advantage::row_scores;
+use crate::algorithm::check;
 
 /// RLOO hyper-parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +72,25 @@ fn leave_one_out(s: &[f32], groups: &[usize]) -> Vec<f32> {
             (n as f64 / (n as f64 - 1.0) * (x as f64 - mu)) as f32
         })
         .collect()
+}
+
+impl EstimatorConfig for RlooConfig {
+    const NAME: &'static str = "rloo";
+
+    fn build(&self) -> Box<dyn Advantage> {
+        Box::new(Rloo {
+            config: self.clone(),
+        })
+    }
+
+    fn validate(&self) -> envrl::Result<()> {
+        check(
+            "algorithm.advantage.invalid_penalty",
+            self.invalid_penalty as f64,
+            |v| v >= 0.0,
+            "≥ 0",
+        )
+    }
 }
 
 #[cfg(test)]

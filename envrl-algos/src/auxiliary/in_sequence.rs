@@ -15,7 +15,7 @@ use envrl::{AuxExample, AuxObjective, RolloutBatch, Schedule, ScoreRow, Tokenize
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::auxiliary::TransitionFilter;
+use crate::auxiliary::{ObjectiveConfig, TransitionFilter};
 
 /// In-sequence state-prediction settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,7 +52,7 @@ pub struct InSequenceStatePrediction {
 
 impl AuxObjective for InSequenceStatePrediction {
     fn name(&self) -> &str {
-        "state_prediction_in_sequence"
+        <InSequenceConfig as ObjectiveConfig>::NAME
     }
 
     fn schedule(&self) -> &Schedule {
@@ -84,6 +84,30 @@ impl AuxObjective for InSequenceStatePrediction {
                 }
             })
             .collect()
+    }
+}
+
+impl ObjectiveConfig for InSequenceConfig {
+    const NAME: &'static str = "state_prediction_in_sequence";
+
+    fn build(&self) -> Box<dyn AuxObjective> {
+        Box::new(InSequenceStatePrediction {
+            config: self.clone(),
+        })
+    }
+
+    fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    fn schedule_mut(&mut self) -> &mut Schedule {
+        &mut self.schedule
+    }
+
+    fn set_token_budgets(&mut self, prompt: usize, target: usize) {
+        // No prompt of its own: the target budget caps its observation tokens.
+        let _ = prompt;
+        self.max_obs_tokens = target;
     }
 }
 

@@ -16,7 +16,7 @@ use envrl::{AuxExample, AuxObjective, RolloutBatch, Schedule, Tokenizer};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::auxiliary::TransitionFilter;
+use crate::auxiliary::{ObjectiveConfig, TransitionFilter};
 
 /// The form of the target action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,7 +79,7 @@ pub fn inverse_dynamics_prompt(
 
 impl AuxObjective for InverseDynamics {
     fn name(&self) -> &str {
-        "inverse_dynamics"
+        <InverseDynamicsConfig as ObjectiveConfig>::NAME
     }
 
     fn prompt_words(&self) -> Vec<String> {
@@ -118,3 +118,30 @@ impl AuxObjective for InverseDynamics {
             .collect()
     }
 }
+impl ObjectiveConfig for InverseDynamicsConfig {
+    const NAME: &'static str = "inverse_dynamics";
+
+    fn build(&self) -> Box<dyn AuxObjective> {
+        Box::new(InverseDynamics {
+            config: self.clone(),
+        })
+    }
+
+    fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    fn schedule_mut(&mut self) -> &mut Schedule {
+        &mut self.schedule
+    }
+
+    fn set_token_budgets(&mut self, prompt: usize, target: usize) {
+        self.transitions.max_prompt_tokens = prompt;
+        self.transitions.max_target_tokens = target;
+    }
+
+    fn set_environment(&mut self, description: &str) {
+        self.transitions.environment = description.into();
+    }
+}
+

@@ -17,7 +17,7 @@ use envrl::{AuxExample, AuxObjective, RolloutBatch, Schedule, Tokenizer};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::auxiliary::TransitionFilter;
+use crate::auxiliary::{ObjectiveConfig, TransitionFilter};
 
 /// State-prediction settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,7 +54,7 @@ pub fn state_prediction_prompt(environment: &str, task: &str, state: &str, actio
 
 impl AuxObjective for StatePrediction {
     fn name(&self) -> &str {
-        "state_prediction"
+        <StatePredictionConfig as ObjectiveConfig>::NAME
     }
 
     /// The prompt's template and the observations it treats as no-ops.
@@ -89,3 +89,30 @@ impl AuxObjective for StatePrediction {
             .collect()
     }
 }
+impl ObjectiveConfig for StatePredictionConfig {
+    const NAME: &'static str = "state_prediction";
+
+    fn build(&self) -> Box<dyn AuxObjective> {
+        Box::new(StatePrediction {
+            config: self.clone(),
+        })
+    }
+
+    fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    fn schedule_mut(&mut self) -> &mut Schedule {
+        &mut self.schedule
+    }
+
+    fn set_token_budgets(&mut self, prompt: usize, target: usize) {
+        self.transitions.max_prompt_tokens = prompt;
+        self.transitions.max_target_tokens = target;
+    }
+
+    fn set_environment(&mut self, description: &str) {
+        self.transitions.environment = description.into();
+    }
+}
+

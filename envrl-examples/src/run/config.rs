@@ -429,7 +429,7 @@ impl RunConfig {
     pub fn with_algorithm(mut self, algo: Option<&str>, aux: Option<&str>) -> Result<Self> {
         if let Some(algo) = algo {
             self.algorithm.advantage = AdvantageConfig::from_name(algo)
-                .with_context(|| unknown("algorithm", algo, &AdvantageConfig::NAMES))?;
+                .with_context(|| unknown("algorithm", algo, AdvantageConfig::NAMES))?;
         }
         if let Some(aux) = aux {
             self.algorithm.aux = aux
@@ -547,8 +547,9 @@ mod tests {
             .unwrap()
             .with_overrides(&["prompt=short".into()])
             .unwrap_err();
+        // The enum's variants, listed by serde.
         assert!(
-            format!("{err:#}").contains("verl-agent, compact"),
+            format!("{err:#}").contains("`verl-agent` or `compact`"),
             "{err:#}"
         );
     }

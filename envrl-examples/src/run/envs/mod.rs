@@ -168,8 +168,29 @@ impl std::str::FromStr for EnvName {
 }
 
 #[cfg(test)]
+mod example;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_guides_environment_listing_compiles_and_builds_a_set_up() {
+        let source = include_str!("example.rs");
+        let listing = &source[source.find("use anyhow::Result;").unwrap()..];
+        let chapter = include_str!("../../../../docs/custom-environment.md");
+        assert!(
+            chapter.contains(listing),
+            "docs/custom-environment.md no longer shows envs/example.rs"
+        );
+        let config = Preset::CpuTiny.config(EnvName::Keydoor).unwrap();
+        let setup = <example::LampsProgram as ProgramEnv>::setup(&config).unwrap();
+        assert_eq!(setup.train_tasks.len(), config.tasks.train);
+        assert_eq!(setup.description(), "key-and-door");
+        let delta: toml::Table =
+            toml::from_str(example::LampsProgram::preset_delta(Preset::CpuTiny)).unwrap();
+        assert!(delta.contains_key("warmup"));
+    }
 
     #[test]
     fn names_round_trip_through_configs_and_the_command_line() {
