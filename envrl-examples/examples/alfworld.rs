@@ -9,5 +9,6 @@
 
 fn main() -> anyhow::Result<()> {
     envrl_examples::keep_freed_memory();
+    envrl_examples::init_logging();
     envrl_examples::run::run_example(envrl_examples::run::EnvName::Alfworld)
 }

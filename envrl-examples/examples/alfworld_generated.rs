@@ -12,6 +12,7 @@ use envrl_envs::alfworld::{AlfEngine, GameGenerator, MAX_STEPS, Wording};
 
 fn main() -> Result<()> {
     envrl_examples::keep_freed_memory();
+    envrl_examples::init_logging();
     let mut args = std::env::args().skip(1);
     let seed: u64 = args
         .next()

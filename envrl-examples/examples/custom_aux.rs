@@ -66,6 +66,7 @@ impl AuxObjective for RewardPrediction {
 
 fn main() -> Result<()> {
     envrl_examples::keep_freed_memory();
+    envrl_examples::init_logging();
     let iterations: usize = std::env::args()
         .nth(1)
         .map(|s| s.parse())

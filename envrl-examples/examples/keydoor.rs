@@ -16,6 +16,7 @@ use envrl_examples::run::{run_dir_named, unix_time};
 
 fn main() -> Result<()> {
     envrl_examples::keep_freed_memory();
+    envrl_examples::init_logging();
     let mut args = std::env::args().skip(1);
     let seed: u64 = args
         .next()

@@ -55,6 +55,18 @@ pub fn keep_freed_memory() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) }
 }
 
+/// Shows the libraries' warnings (`log::warn!`: non-finite advantages, unknown target tokens,
+/// …) on standard error; `RUST_LOG` chooses another level (`info` adds a line per iteration).
+/// Every program of this crate calls it first.
+pub fn init_logging() {
+    let _ = env_logger::Builder::new()
+        .filter_level(log::LevelFilter::Warn)
+        .parse_env("RUST_LOG")
+        .format_timestamp(None)
+        .format_target(false)
+        .try_init();
+}
+
 pub mod bench;
 pub mod cli;
 pub mod device;

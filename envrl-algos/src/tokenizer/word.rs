@@ -175,12 +175,33 @@ impl envrl::Tokenizer for WordTokenizer {
     fn pad_id(&self) -> u32 {
         PAD_TOKEN
     }
+
+    fn unk_id(&self) -> Option<u32> {
+        Some(UNK_TOKEN)
+    }
+}
+
+impl WordTokenizer {
+    /// The fraction of `text`'s tokens that are unknown words (`<unk>`): text the vocabulary
+    /// cannot represent, which a model trained on it cannot learn.
+    pub fn unknown_rate(&self, text: &str) -> f64 {
+        let ids = envrl::Tokenizer::encode(self, text);
+        ids.iter().filter(|&&id| id == UNK_TOKEN).count() as f64 / ids.len().max(1) as f64
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use envrl::Tokenizer;
+
+    #[test]
+    fn the_unknown_rate_counts_words_outside_the_vocabulary() {
+        let tok = WordTokenizer::from_corpus(["reward is 10"]);
+        assert_eq!(tok.unknown_rate("reward is 10"), 0.0);
+        assert_eq!(tok.unknown_rate("reward 0"), 0.5);
+        assert_eq!(tok.unk_id(), Some(UNK_TOKEN));
+    }
 
     #[test]
     fn unknown_words_map_to_unk_and_specials_are_skipped() {

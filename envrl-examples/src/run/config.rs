@@ -469,10 +469,7 @@ impl RunConfig {
             Some(lambda0) => config.with_lambda0(lambda0),
             None => config,
         };
-        Ok(match self.env.aux_token_budgets() {
-            Some(budgets) => config.with_token_budgets(budgets),
-            None => config,
-        })
+        Ok(self.env.adapt_objective(config))
     }
 }
 
@@ -574,6 +571,19 @@ mod tests {
         };
         assert_eq!(budgets(Webshop), vec![(2048, 768); 2]);
         assert_eq!(budgets(Alfworld), vec![(1024, 256); 2]);
+        // The key-and-door world replies with bare actions; so does its inverse dynamics.
+        let target = |env: EnvName| match &RunConfig::cpu_tiny(env)
+            .unwrap()
+            .with_algorithm(None, Some("inverse_dynamics"))
+            .unwrap()
+            .algorithm
+            .aux[0]
+        {
+            AuxConfig::InverseDynamics(c) => c.target,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(target(Keydoor), envrl_algos::ActionTarget::Bare);
+        assert_eq!(target(Alfworld), envrl_algos::ActionTarget::Tagged);
     }
 
     #[test]

@@ -18,6 +18,13 @@ pub trait Tokenizer: Send + Sync {
     /// The token used to pad batches.
     fn pad_id(&self) -> u32;
 
+    /// The token that stands for text the tokenizer cannot encode (a word tokenizer's
+    /// `<unk>`), if it has one; the trainer reports how many of each objective's target tokens
+    /// are this token (`aux/unk_rate/<name>`). Defaults to none.
+    fn unk_id(&self) -> Option<u32> {
+        None
+    }
+
     /// Tokens that stop generation. Defaults to the EOS token alone.
     fn stop_ids(&self) -> Vec<u32> {
         vec![self.eos_id()]

@@ -30,6 +30,18 @@ impl AuxBatch {
     pub fn target_tokens(&self) -> Vec<usize> {
         self.examples.iter().map(|e| e.row.target.len()).collect()
     }
+
+    /// The fraction of the examples' target tokens that are `unk` (0 without targets).
+    pub fn unknown_target_rate(&self, unk: u32) -> f64 {
+        let (unknown, total) = self.examples.iter().fold((0, 0), |(u, t), e| {
+            let row = &e.row.target;
+            (
+                u + row.iter().filter(|&&id| id == unk).count(),
+                t + row.len(),
+            )
+        });
+        unknown as f64 / total.max(1) as f64
+    }
 }
 
 /// The learner's view of one rollout: the step rows to score with their old log-probs,
@@ -139,6 +151,25 @@ mod tests {
             done: false,
             won: false,
         }
+    }
+
+    #[test]
+    fn the_unknown_target_rate_counts_target_tokens_only() {
+        let row = |context: Vec<u32>, target: Vec<u32>| AuxExample {
+            row: ScoreRow { context, target },
+        };
+        // Unknown tokens (2) in the context do not count; 3 of the 4 target tokens are 2.
+        let batch = AuxBatch {
+            examples: vec![row(vec![2, 2], vec![2, 5]), row(vec![1], vec![2, 2])],
+            dropped: 0,
+        };
+        assert_eq!(batch.unknown_target_rate(2), 0.75);
+        assert_eq!(batch.unknown_target_rate(9), 0.0);
+        let empty = AuxBatch {
+            examples: Vec::new(),
+            dropped: 0,
+        };
+        assert_eq!(empty.unknown_target_rate(2), 0.0);
     }
 
     fn rollout() -> RolloutBatch {

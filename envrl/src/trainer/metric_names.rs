@@ -70,7 +70,7 @@ pub const ALL: [&str; 20] = [
 ];
 
 /// The prefixes of the per-objective names, for documentation checks.
-pub const AUX_PREFIXES: [&str; 7] = [
+pub const AUX_PREFIXES: [&str; 8] = [
     "loss/aux/",
     "aux/lambda/",
     "aux/examples/",
@@ -78,6 +78,7 @@ pub const AUX_PREFIXES: [&str; 7] = [
     "aux/tokens/",
     "grad/aux_norm/",
     "grad/aux_cos/",
+    "aux/unk_rate/",
 ];
 
 /// The token-mean loss of objective `name` (`loss/aux/<name>`), whatever its weight.
@@ -113,4 +114,10 @@ pub fn aux_grad_norm(name: &str) -> String {
 /// Gradient diagnostics: the cosine between the actor's gradient and objective `name`'s.
 pub fn aux_grad_cos(name: &str) -> String {
     format!("grad/aux_cos/{name}")
+}
+
+/// The fraction of objective `name`'s target tokens that are the tokenizer's unknown token
+/// (`aux/unk_rate/<name>`; only with a tokenizer that has one).
+pub fn aux_unk_rate(name: &str) -> String {
+    format!("aux/unk_rate/{name}")
 }

@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use envrl::{Demonstration, ScoreRow};
+use envrl_algos::{ActionTarget, AuxConfig, InverseDynamicsConfig};
 use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -21,6 +22,19 @@ impl ProgramEnv for KeyDoorProgram {
 
     fn setup(config: &RunConfig) -> Result<EnvSetup<KeyDoor>> {
         Ok(setup(config))
+    }
+
+    /// Its replies are bare actions (no `<action>` tags), so inverse dynamics predicts bare
+    /// actions too: tagged targets would be 60 % unknown words to the tiny tokenizer built
+    /// from the world's texts (`aux/unk_rate/inverse_dynamics` = 0.6 measured).
+    fn adapt_objective(aux: AuxConfig) -> AuxConfig {
+        match aux {
+            AuxConfig::InverseDynamics(c) => AuxConfig::InverseDynamics(InverseDynamicsConfig {
+                target: ActionTarget::Bare,
+                ..c
+            }),
+            other => other,
+        }
     }
 
     fn preset_delta(preset: Preset) -> &'static str {

@@ -5,6 +5,7 @@
 
 use anyhow::Result;
 use envrl::{ActionParser, Demonstration, Environment, PromptBuilder, Tokenizer};
+use envrl_algos::AuxConfig;
 use envrl_envs::webshop::ScoreLog;
 
 use crate::run::config::RunConfig;
@@ -58,10 +59,10 @@ pub trait ProgramEnv {
     /// (`run/presets/<preset>.toml`); empty for nothing.
     fn preset_delta(preset: Preset) -> &'static str;
 
-    /// Token budgets (prompt, target) of the auxiliary objectives' examples when they differ
-    /// from the objectives' defaults (ENVRL.md §4).
-    fn aux_token_budgets() -> Option<(usize, usize)> {
-        None
+    /// A built-in objective as `--aux` selects it for this world: its token budgets, the form
+    /// of its targets (ENVRL.md §4). Unchanged by default.
+    fn adapt_objective(aux: AuxConfig) -> AuxConfig {
+        aux
     }
 }
 
@@ -114,10 +115,10 @@ macro_rules! environments {
                 }
             }
 
-            /// The objectives' token budgets ([`ProgramEnv::aux_token_budgets`]).
-            pub fn aux_token_budgets(self) -> Option<(usize, usize)> {
+            /// A built-in objective as this world wants it ([`ProgramEnv::adapt_objective`]).
+            pub fn adapt_objective(self, aux: AuxConfig) -> AuxConfig {
                 match self {
-                    $(EnvName::$variant => <$module::$program as ProgramEnv>::aux_token_budgets(),)+
+                    $(EnvName::$variant => <$module::$program as ProgramEnv>::adapt_objective(aux),)+
                 }
             }
 

@@ -40,8 +40,9 @@ impl ProgramEnv for WebShopProgram {
         }
     }
 
-    fn aux_token_budgets() -> Option<(usize, usize)> {
-        Some(AuxConfig::WEBSHOP_BUDGETS)
+    /// Its pages are longer: 2048 / 768 tokens (ENVRL.md §4).
+    fn adapt_objective(aux: AuxConfig) -> AuxConfig {
+        aux.with_token_budgets(AuxConfig::WEBSHOP_BUDGETS)
     }
 }
 

@@ -29,6 +29,9 @@ use record::{IterationRecord, Seconds, UpdateSummary};
 /// Evaluation uses its own RNG, derived from the run seed by this offset (verl-agent's `+1000`).
 pub const EVAL_SEED_OFFSET: u64 = 1000;
 
+/// The fraction of an objective's target tokens that are unknown above which the trainer warns.
+pub const UNK_WARN_RATE: f64 = 0.05;
+
 /// Runs training: rollout → learner batch → plan of optimizer steps → AdamW steps with
 /// gradient clipping → metrics → checkpoint.
 pub struct Trainer<P: Policy, E: Environment> {
@@ -46,6 +49,8 @@ pub struct Trainer<P: Policy, E: Environment> {
     /// The iteration of the checkpoint last written or resumed from (never written twice).
     saved_at: Option<usize>,
     last_rollout: Option<RolloutBatch>,
+    /// Objectives already warned about for unknown target tokens (once each).
+    unk_warned: Vec<String>,
 }
 
 /// AdamW with the config's weight decay (betas 0.9/0.999, ε 1e-8; clipping is global and done
@@ -111,6 +116,7 @@ where
             checkpoint_dir: None,
             saved_at: None,
             last_rollout: None,
+            unk_warned: Vec::new(),
         })
     }
 
@@ -249,6 +255,7 @@ where
             stats: &stats,
             learner: &learner,
             aux_names: self.parts.aux.iter().map(|a| a.name()).collect(),
+            unk_id: self.parts.tokenizer.unk_id(),
             planned_steps: plan.len(),
             update,
             seconds: Seconds {
@@ -258,6 +265,7 @@ where
             },
         }
         .metrics();
+        self.warn_unknown_targets(&metrics);
         self.iteration += 1;
         log::info!(
             "iteration {} success {:.3} return {:.3}",
@@ -267,6 +275,25 @@ where
         );
         self.last_rollout = Some(batch);
         metrics
+    }
+
+    /// Warns once per objective whose targets are more than [`UNK_WARN_RATE`] unknown tokens:
+    /// its loss can still fall (it learns to predict `<unk>`) while it teaches nothing.
+    fn warn_unknown_targets(&mut self, metrics: &IterationMetrics) {
+        for aux in &self.parts.aux {
+            let name = aux.name();
+            let rate = metrics.get(&names::aux_unk_rate(name)).unwrap_or(0.0);
+            if rate > UNK_WARN_RATE && !self.unk_warned.iter().any(|n| n == name) {
+                log::warn!(
+                    "{:.0} % of objective `{name}`'s target tokens are unknown to the tokenizer \
+                     (<unk>): it learns nothing from them. Build the word tokenizer from the \
+                     texts the objective produces too (AuxObjective::prompt_words, the \
+                     environment's observations)",
+                    100.0 * rate
+                );
+                self.unk_warned.push(name.to_string());
+            }
+        }
     }
 
     /// The rollout of the last training iteration, if one ran.

@@ -52,6 +52,8 @@ pub(super) struct IterationRecord<'a> {
     pub(super) stats: &'a RolloutStats,
     pub(super) learner: &'a LearnerBatch,
     pub(super) aux_names: Vec<&'a str>,
+    /// The tokenizer's unknown token, if it has one.
+    pub(super) unk_id: Option<u32>,
     pub(super) planned_steps: usize,
     pub(super) update: UpdateSummary,
     pub(super) seconds: Seconds,
@@ -85,6 +87,9 @@ impl IterationRecord<'_> {
             metrics.set(names::aux_dropped(name), examples.dropped as f64);
             let tokens: usize = examples.target_tokens().iter().sum();
             metrics.set(names::aux_tokens(name), tokens as f64);
+            if let Some(unk) = self.unk_id {
+                metrics.set(names::aux_unk_rate(name), examples.unknown_target_rate(unk));
+            }
         }
         let (s, stats) = (&self.seconds, self.stats);
         let per_s = |n: usize, secs: f64| n as f64 / secs.max(1e-9);
