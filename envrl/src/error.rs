@@ -30,6 +30,17 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A metric was asked for by a name the iteration did not record (a typo, or a value that
+    /// only some iterations have, such as `eval/success`).
+    #[error("no metric `{name}` in iteration {iteration}; it has: {known}")]
+    Metric {
+        /// The name asked for.
+        name: String,
+        /// The iteration.
+        iteration: usize,
+        /// The names it has, comma-separated.
+        known: String,
+    },
     /// An I/O error on a named file.
     #[error("{path}: {source}")]
     Io {

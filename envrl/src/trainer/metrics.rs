@@ -21,9 +21,22 @@ pub struct IterationMetrics {
 }
 
 impl IterationMetrics {
-    /// A named value, if present.
+    /// A named value, if present (see [`metric_names`](crate::metric_names) for the names).
     pub fn get(&self, name: &str) -> Option<f64> {
         self.values.get(name).copied()
+    }
+
+    /// A named value; a name this iteration did not record is an error that lists the names
+    /// it has, so that a typo cannot read as 0 or NaN.
+    ///
+    /// # Errors
+    /// [`Error::Metric`] when the name is absent.
+    pub fn value(&self, name: &str) -> Result<f64> {
+        self.get(name).ok_or_else(|| Error::Metric {
+            name: name.to_string(),
+            iteration: self.iteration,
+            known: self.values.keys().cloned().collect::<Vec<_>>().join(", "),
+        })
     }
 
     /// Sets a named value.
@@ -105,6 +118,21 @@ impl<F: FnMut(&IterationMetrics)> MetricsSink for F {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misspelt_metric_is_an_error_naming_what_there_is() {
+        let mut m = IterationMetrics {
+            iteration: 3,
+            ..Default::default()
+        };
+        m.set(crate::metric_names::EPISODE_SUCCESS, 0.5);
+        assert_eq!(m.value("episode/success").unwrap(), 0.5);
+        let err = m.value("episode/sucess").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "no metric `episode/sucess` in iteration 3; it has: episode/success"
+        );
+    }
 
     #[cfg(target_os = "linux")]
     #[test]
