@@ -199,3 +199,40 @@ pub fn build_with(
         warmup_loss,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_settings_are_the_keydoor_preset_evaluated_every_10_iterations() {
+        let s = KeyDoorSettings::quick(7);
+        let t = &s.trainer;
+        assert_eq!(
+            (t.seed, t.iterations, t.groups, t.group_size, t.max_steps),
+            (7, 30, 16, 8, 12)
+        );
+        assert_eq!(
+            (t.mini_batch_rows, t.learning_rate, t.weight_decay),
+            (256, 3e-4, 0.0)
+        );
+        assert_eq!(
+            (t.sampling.max_new_tokens, t.eval_sampling.max_new_tokens),
+            (4, 4)
+        );
+        assert_eq!(
+            (t.sampling.temperature, t.eval_sampling.temperature),
+            (1.0, 1.0)
+        );
+        assert_eq!(
+            (t.eval_every, t.eval_episodes, t.checkpoint_every),
+            (10, 64, 0)
+        );
+        assert_eq!((s.rooms, s.train_tasks, s.warmup_steps), (4, 1000, 150));
+        assert_eq!(
+            (s.algorithm.loss.kl_coef, s.algorithm.loss.entropy_coef),
+            (0.0, 0.0)
+        );
+        assert!(s.algorithm.aux.is_empty());
+    }
+}
