@@ -96,6 +96,16 @@ pub(crate) fn check(
     }
 }
 
+/// `algorithm.advantage.invalid_penalty` must be ≥ 0 (GRPO, RLOO, GiGPO).
+pub(crate) fn check_penalty(penalty: f32) -> envrl::Result<()> {
+    check(
+        "algorithm.advantage.invalid_penalty",
+        penalty as f64,
+        |v| v >= 0.0,
+        "≥ 0",
+    )
+}
+
 impl AlgorithmConfig {
     /// Checks every number: the actor loss (`0 < clip_low ≤ 1`, `clip_high > 0`, `dual_clip >
     /// 1`, `kl_coef ≥ 0`, `entropy_coef ≥ 0`) and the estimator (penalties ≥ 0, discounts in

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::EstimatorConfig;
 use crate::advantage::{group_mean_std, row_scores};
-use crate::algorithm::check;
+use crate::algorithm::{check, check_penalty};
 
 /// How both levels are normalised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,12 +171,7 @@ impl EstimatorConfig for GigpoConfig {
 
     fn validate(&self) -> envrl::Result<()> {
         let nonneg = |v: f64| v >= 0.0;
-        check(
-            "algorithm.advantage.invalid_penalty",
-            self.invalid_penalty as f64,
-            nonneg,
-            "≥ 0",
-        )?;
+        check_penalty(self.invalid_penalty)?;
         check(
             "algorithm.advantage.gamma",
             self.gamma as f64,

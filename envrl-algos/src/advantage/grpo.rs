@@ -21,7 +21,7 @@ use envrl::{Advantage, RolloutBatch};
 use serde::{Deserialize, Serialize};
 
 use super::EstimatorConfig;
-use crate::algorithm::check;
+use crate::algorithm::{check, check_penalty};
 
 /// Which samples the group statistics are taken over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,12 +163,7 @@ impl EstimatorConfig for GrpoConfig {
     }
 
     fn validate(&self) -> envrl::Result<()> {
-        check(
-            "algorithm.advantage.invalid_penalty",
-            self.invalid_penalty as f64,
-            |v| v >= 0.0,
-            "≥ 0",
-        )?;
+        check_penalty(self.invalid_penalty)?;
         check("algorithm.advantage.epsilon", self.epsilon as f64, |v| v > 0.0, "> 0")
     }
 }

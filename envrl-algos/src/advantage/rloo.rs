@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::EstimatorConfig;
 use crate::advantage::row_scores;
-use crate::algorithm::check;
+use crate::algorithm::check_penalty;
 
 /// RLOO hyper-parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,12 +84,7 @@ impl EstimatorConfig for RlooConfig {
     }
 
     fn validate(&self) -> envrl::Result<()> {
-        check(
-            "algorithm.advantage.invalid_penalty",
-            self.invalid_penalty as f64,
-            |v| v >= 0.0,
-            "≥ 0",
-        )
+        check_penalty(self.invalid_penalty)
     }
 }
 
