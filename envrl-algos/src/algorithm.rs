@@ -144,6 +144,16 @@ impl AlgorithmConfig {
         self.advantage.validate()
     }
 
+    /// Names the world in every objective's prompts ([`AuxConfig::with_environment`]).
+    pub fn with_environment(mut self, description: &str) -> Self {
+        self.aux = self
+            .aux
+            .into_iter()
+            .map(|aux| aux.with_environment(description))
+            .collect();
+        self
+    }
+
     /// The whole algorithm in a line: the estimator and each objective with its schedule, e.g.
     /// `grpo + state_prediction(cosine 0.2)`; `envrl compare` groups runs by it.
     pub fn label(&self) -> String {

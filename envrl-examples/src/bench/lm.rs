@@ -13,7 +13,8 @@ use burn::tensor::Device;
 use envrl::{BehaviourCloning, SamplingParams, ScoreRow};
 use envrl_algos::{CausalLm, LmConfig, Pretrained, read_hf_config};
 
-use crate::device::{DType, DeviceName};
+use crate::cli::DeviceArgs;
+use crate::device::DType;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -143,26 +144,31 @@ fn header(threads: usize, device: &str) {
     println!("|---|---|---|---|");
 }
 
-/// Shapes of `envrl bench generate`.
-#[derive(Debug, Clone)]
+/// Shapes of `envrl bench generate` (its command-line flags).
+#[derive(Debug, Clone, clap::Args)]
 pub struct GenerateBench {
-    /// A `.gguf` file (the PyTorch side dequantizes the same file), a Hugging Face directory or
-    /// `config.json` (random weights; no PyTorch column).
+    /// A `.gguf` file, a Hugging Face directory, or a Hugging Face `config.json` (that
+    /// architecture with random weights; no PyTorch column).
+    #[arg(long)]
     pub model: PathBuf,
-    /// Prompt tokens of each generation row.
+    /// Prompt tokens per row.
+    #[arg(long, default_value_t = 128)]
     pub prompt_len: usize,
     /// New tokens per row (no stop token: every row generates exactly this many).
+    #[arg(long, default_value_t = 64)]
     pub new_tokens: usize,
-    /// Batch sizes to time.
+    /// Batch sizes, comma-separated.
+    #[arg(long, default_value = "1,16", value_delimiter = ',')]
     pub batches: Vec<usize>,
     /// Tokens of the single-row prefill measure.
+    #[arg(long, default_value_t = 512)]
     pub prefill_len: usize,
-    /// The Python interpreter for the PyTorch column.
+    /// A Python with torch, transformers and gguf: adds the PyTorch column (f32 only).
+    #[arg(long)]
     pub python: Option<PathBuf>,
-    /// Float type of the weights and activations.
-    pub dtype: DType,
-    /// The device.
-    pub device: DeviceName,
+    /// The device and the float type of the weights and activations (f32 by default).
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// A benchmark's model: `tiny` (the examples' model with `vocab` words), a `.gguf` file, a
@@ -186,7 +192,8 @@ fn bench_model(model: &Path, vocab: usize, device: &Device) -> Result<(CausalLm,
 /// When the model cannot be loaded or the PyTorch script fails.
 pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     let threads = rayon::current_num_threads();
-    let device = bench.device.device(bench.dtype)?;
+    let dtype = bench.device.dtype_or(DType::F32);
+    let device = bench.device.device()?;
     let (model, config) = bench_model(&bench.model, 0, &device)?;
     let vocab = model.vocab_size();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
@@ -226,7 +233,7 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     }
 
     let reference = match &bench.python {
-        Some(python) if bench.dtype == DType::F32 && is_gguf(&bench.model) => Some(run_python(
+        Some(python) if dtype == DType::F32 && is_gguf(&bench.model) => Some(run_python(
             python,
             &[
                 "generate".into(),
@@ -256,9 +263,9 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
         bench.model.display(),
         config.num_hidden_layers,
         config.hidden_size,
-        bench.dtype.name()
+        dtype.name()
     );
-    header(threads, &bench.device.to_string());
+    header(threads, &bench.device.device.to_string());
     row(
         &format!("prefill, 1 × {} tokens", bench.prefill_len),
         prefill,
@@ -281,30 +288,38 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     Ok(())
 }
 
-/// Shapes of `envrl bench train`.
-#[derive(Debug, Clone)]
+/// Shapes of `envrl bench train` (its command-line flags).
+#[derive(Debug, Clone, clap::Args)]
 pub struct TrainBench {
-    /// `tiny` (the examples' model, with `vocab` tokens), a `.gguf` file, a Hugging Face
-    /// directory or `config.json` (random weights).
+    /// `tiny` (the examples' model), a `.gguf` file, a Hugging Face directory, or a Hugging
+    /// Face `config.json` (that architecture with random weights).
+    #[arg(long, default_value = "tiny")]
     pub model: String,
     /// Vocabulary of the tiny model.
+    #[arg(long, default_value_t = 2048)]
     pub vocab: usize,
     /// Rows per step.
+    #[arg(long, default_value_t = 8)]
     pub batch: usize,
     /// Tokens per row.
+    #[arg(long, default_value_t = 256)]
     pub seq: usize,
     /// Timed steps (after one warm-up step).
+    #[arg(long, default_value_t = 5)]
     pub steps: usize,
-    /// The Python interpreter for the PyTorch column (full fine-tuning; none with LoRA).
+    /// A Python with torch and transformers: adds the PyTorch column (full fine-tuning only).
+    #[arg(long)]
     pub python: Option<PathBuf>,
-    /// LoRA adapters of this rank (alpha 2 × rank) instead of full fine-tuning; 0 for none.
+    /// Train LoRA adapters of this rank (alpha = 2 × rank) instead of every parameter.
+    #[arg(long, default_value_t = 0)]
     pub lora_rank: usize,
-    /// Balanced gradient checkpointing.
+    /// Recompute memory-bound activations in the backward pass.
+    #[arg(long)]
     pub gradient_checkpointing: bool,
-    /// Float type of the weights, activations and gradients.
-    pub dtype: DType,
-    /// The device.
-    pub device: DeviceName,
+    /// The device and the float type of the weights, activations and gradients (f32 by
+    /// default; the PyTorch column runs for f32 only).
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// The Hugging Face `config.json` of a model config (what the PyTorch side builds).
@@ -331,7 +346,8 @@ fn hf_config(config: &LmConfig) -> serde_json::Value {
 /// When the model cannot be loaded or the PyTorch script fails.
 pub fn bench_train(bench: &TrainBench) -> Result<()> {
     let threads = rayon::current_num_threads();
-    let mut device = bench.device.device(bench.dtype)?.autodiff();
+    let dtype = bench.device.dtype_or(DType::F32);
+    let mut device = bench.device.device()?.autodiff();
     if bench.gradient_checkpointing {
         device = device.gradient_checkpointing();
     }
@@ -365,7 +381,7 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
     });
 
     let reference = match &bench.python {
-        Some(python) if bench.lora_rank == 0 && bench.dtype == DType::F32 => {
+        Some(python) if bench.lora_rank == 0 && dtype == DType::F32 => {
             let file = tempfile::NamedTempFile::new()?;
             std::fs::write(file.path(), hf_config(&config).to_string())?;
             let result = run_python(
@@ -398,7 +414,7 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
         bench.seq,
         bench.steps
     );
-    header(threads, &bench.device.to_string());
+    header(threads, &bench.device.device.to_string());
     let mut label = match bench.lora_rank {
         0 => "training (forward, backward, AdamW)".to_string(),
         rank => format!("training with LoRA rank {rank} ({adapters} of {base_params} parameters)"),
@@ -406,8 +422,8 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
     if bench.gradient_checkpointing {
         label.push_str(", gradient checkpointing");
     }
-    if bench.dtype != DType::F32 {
-        label.push_str(&format!(", {}", bench.dtype.name()));
+    if dtype != DType::F32 {
+        label.push_str(&format!(", {}", dtype.name()));
     }
     row(&label, ours, reference);
     Ok(())

@@ -44,11 +44,10 @@ impl<E: Environment + 'static> Assembly<'_, E> {
     /// # Errors
     /// When the trainer's config does not fit the tasks or the model.
     pub fn build(self, model: CausalLm) -> Result<(Trainer<CausalLm, E>, Reporting)> {
-        let description = self.setup.description();
-        let mut algorithm = self.algorithm.clone();
-        for aux in &mut algorithm.aux {
-            *aux = aux.clone().with_environment(&description);
-        }
+        let algorithm = self
+            .algorithm
+            .clone()
+            .with_environment(&self.setup.description());
         let parts = algorithm.build();
         let critic = algorithm.build_critic(&model);
         let setup = self.setup;

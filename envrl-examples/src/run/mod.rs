@@ -206,12 +206,11 @@ impl envs::WithSetup for Run<'_> {
         let resume_from = prepare_dir(options)?;
         // The objectives' prompts name the environment as it describes itself; the written
         // config says so too.
-        let mut config = config.clone();
         let description = setup.description();
-        for aux in &mut config.algorithm.aux {
-            *aux = aux.clone().with_environment(&description);
-        }
-        let config = &config;
+        let config = &RunConfig {
+            algorithm: config.algorithm.clone().with_environment(&description),
+            ..config.clone()
+        };
         if !options.eval_only {
             if resume_from.is_some() {
                 check_resume_config(dir, config, options.allow_config_change)?;
@@ -230,7 +229,7 @@ impl envs::WithSetup for Run<'_> {
         if config.gradient_checkpointing {
             device = device.gradient_checkpointing();
         }
-        let loaded = model::load(config, &setup, dir, &device, &say)?;
+        let loaded = model::load(config, &setup, &description, dir, &device, &say)?;
         let mut model = loaded.model;
         if resume_from.is_none() {
             let warm_start = warm_start::WarmStart {

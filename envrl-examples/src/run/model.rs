@@ -25,11 +25,12 @@ pub(crate) struct LoadedModel {
 /// The tokenizer and the model: the tiny model gets a word tokenizer over everything the
 /// expert's episodes encode and over every built-in objective's prompt words (so that arms
 /// with and without objectives share one vocabulary), saved as `dir/tokenizer.json`; a
-/// pretrained model brings its own. LoRA adapters are added when `config.lora.rank > 0`
-/// (`say` reports them).
+/// pretrained model brings its own; `description` is how the objectives' prompts name the world.
+/// LoRA adapters are added when `config.lora.rank > 0` (`say` reports them).
 pub(crate) fn load<E: Environment>(
     config: &RunConfig,
     setup: &EnvSetup<E>,
+    description: &str,
     dir: &Path,
     device: &Device,
     say: &dyn Fn(String),
@@ -38,10 +39,9 @@ pub(crate) fn load<E: Environment>(
         ModelSource::Tiny => {
             let collector = TextCollector::default();
             let demos = (setup.demonstrate)(&collector, config.warmup.episodes);
-            let description = setup.description();
             let objectives: Vec<_> = AuxConfig::all()
                 .into_iter()
-                .map(|aux| aux.with_environment(&description).build())
+                .map(|aux| aux.with_environment(description).build())
                 .collect();
             let tokenizer = word_tokenizer(collector.texts(), &objectives);
             let path = dir.join("tokenizer.json");
