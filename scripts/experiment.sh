@@ -2,7 +2,7 @@
 # An EnvRL ablation grid at CPU scale: several arms (GRPO, a placebo, GRPO + objectives at some
 # weights), each over several seeds, with one preset and identical budgets. Runs of one seed
 # share the warm start (it does not depend on the objectives): the first arm trains it and the
-# others load it (`warmup.from`); arms of one seed also share every random stream but the
+# others load it (`warmup.from`), starting as soon as it is saved; arms of one seed also share every random stream but the
 # objectives' own (see docs/training.md), so their differences are paired. Ends with
 # `envrl compare`, which writes comparison.md with paired intervals and the curves.
 #
@@ -20,6 +20,9 @@
 #   RECORD  a folder (e.g. docs/results/runs/NAME) that receives each finished run's
 #           config.toml, metrics.jsonl, eval.json and eval-outcomes.json, so that
 #           `envrl compare` can rebuild the tables.
+#   WARM_FROM  space-separated SEED:DIR items: every arm of that seed loads DIR/warm-start.bpk
+#           (a warm start trained before, with the same seed and settings) instead of the
+#           baseline training one.
 #   ALFWORLD_DATA / WEBSHOP_DATA select the real data sets as for `envrl train`.
 #
 # The grid can be stopped and started again: finished runs (with eval.json) are kept, runs with
@@ -58,7 +61,18 @@ job() { # arm aux seed [run directory whose warm start to load]
   fi
   if compgen -G "$dir/checkpoints/ckpt-*[0-9]" > /dev/null; then mode=(--resume); fi
   eval "extra=($EXTRA_Q)"
-  if [[ -n $from ]]; then extra+=(--set "warmup.from=$from"); fi
+  if [[ -n $from ]]; then
+    # The baseline of this seed may still be training the warm start: wait for its file
+    # (written whole and renamed into place), unless that run failed.
+    while [[ ! -f $from/warm-start.bpk ]]; do
+      if [[ -f $from/eval.json ]] || grep -qs "^Error" "$from.log"; then
+        echo "FAILED: $dir: no warm start in $from"
+        return 1
+      fi
+      sleep 30
+    done
+    extra+=(--set "warmup.from=$from")
+  fi
   "$BIN" train "$ENV_NAME" --quiet "${mode[@]}" --aux "$aux" --seed "$seed" --output-dir "$dir" \
     "${extra[@]}" >> "$dir.log" 2>&1 ||
     { echo "FAILED: $dir (see $dir.log)"; return 1; }
@@ -73,13 +87,19 @@ export -f job
 
 read -r -a arms <<< "$ARMS"
 baseline=${arms[0]%%:*}
-# Phase 1: the baseline arm per seed, training (and saving) the warm start.
-for seed in $SEEDS; do echo "$baseline ${arms[0]#*:} $seed"; done |
-  xargs -P "$JOBS" -L 1 bash -c 'job "$0" "$1" "$2"'
-# Phase 2: the other arms, seed by seed, from their seed's warm start.
+warm_from() { # seed -> the warm start given for it, if any
+  local item
+  for item in ${WARM_FROM:-}; do
+    if [[ ${item%%:*} == "$1" ]]; then echo "${item#*:}"; fi
+  done
+}
+# One queue, seed by seed: the baseline arm first (it trains and saves the seed's warm start
+# unless WARM_FROM gives one), then the other arms, which load it (waiting for it if need be).
 for seed in $SEEDS; do
+  given=$(warm_from "$seed")
+  echo "$baseline ${arms[0]#*:} $seed $given"
   for arm in "${arms[@]:1}"; do
-    echo "${arm%%:*} ${arm#*:} $seed $OUT/${baseline}__$seed"
+    echo "${arm%%:*} ${arm#*:} $seed ${given:-$OUT/${baseline}__$seed}"
   done
 done | xargs -P "$JOBS" -L 1 bash -c 'job "$0" "$1" "$2" "$3"'
 

@@ -52,7 +52,7 @@ pub use error::{Error, Result};
 pub use gguf::{GgufFile, GgufValue, TensorInfo};
 pub use lm::{
     Attention, CausalLm, DecoderLayer, KvCache, LmConfig, Mlp, Qwen2Model, RmsNorm, TokenBatch,
-    gguf_config, read_hf_config, sample_rows, sample_token,
+    available_memory, gguf_config, read_hf_config, sample_rows, sample_token, shortfall,
 };
 pub use loss::{ClippedPgConfig, ClippedPolicyGradient, token_mean};
 pub use pretrained::Pretrained;

@@ -1,6 +1,9 @@
 //! A training run killed with SIGKILL after a checkpoint and resumed ends exactly where an
 //! uninterrupted run ends: same metrics, same evaluation, same parameters, with both EnvRL
 //! objectives and the gradient diagnostics on (their random streams and step counter resume too).
+//! The fault-injection test kills one run at every step of a checkpoint write (the crash points
+//! of `envrl::CHECKPOINT_STEPS`), after an iteration's metrics, and at seeded random moments,
+//! resuming it each time.
 #![allow(missing_docs)]
 
 use std::path::Path;
@@ -11,8 +14,6 @@ const ARGS: &[&str] = &[
     "train",
     "keydoor",
     "--quiet",
-    "--iterations",
-    "5",
     "--set",
     "trainer.checkpoint_every=1",
     "--set",
@@ -35,10 +36,12 @@ const ARGS: &[&str] = &[
     "state_prediction,inverse_dynamics",
 ];
 
-fn envrl(dir: &Path, extra: &[&str]) -> Command {
+/// A keydoor run of `iterations` iterations into `dir`.
+fn envrl(dir: &Path, iterations: usize, extra: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_envrl"));
     command
         .args(ARGS)
+        .args(["--iterations", &iterations.to_string()])
         .arg("--output-dir")
         .arg(dir)
         .args(extra)
@@ -80,9 +83,9 @@ fn assert_close(a: &[f64], b: &[f64]) {
 fn a_killed_and_resumed_run_equals_an_uninterrupted_one() {
     let root = tempfile::tempdir().unwrap();
     let (straight, killed) = (root.path().join("straight"), root.path().join("killed"));
-    assert!(envrl(&straight, &[]).status().unwrap().success());
+    assert!(envrl(&straight, 5, &[]).status().unwrap().success());
 
-    let mut child = envrl(&killed, &[]).spawn().unwrap();
+    let mut child = envrl(&killed, 5, &[]).spawn().unwrap();
     let checkpoint = killed.join("checkpoints/ckpt-000002");
     let start = Instant::now();
     while !checkpoint.exists() {
@@ -103,11 +106,14 @@ fn a_killed_and_resumed_run_equals_an_uninterrupted_one() {
     );
 
     // Without --resume the directory is refused, so nothing is overwritten by mistake.
-    let refused = envrl(&killed, &[]).stderr(Stdio::piped()).output().unwrap();
+    let refused = envrl(&killed, 5, &[])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--resume"));
 
-    assert!(envrl(&killed, &["--resume"]).status().unwrap().success());
+    assert!(envrl(&killed, 5, &["--resume"]).status().unwrap().success());
     let ((killed_metrics, killed_diag), (straight_metrics, straight_diag)) =
         (metrics(&killed), metrics(&straight));
     assert_eq!(killed_metrics, straight_metrics);
@@ -115,12 +121,129 @@ fn a_killed_and_resumed_run_equals_an_uninterrupted_one() {
     assert_close(&killed_diag, &straight_diag);
     let read = |dir: &Path, file: &str| std::fs::read(dir.join(file)).unwrap();
     assert_eq!(read(&killed, "eval.json"), read(&straight, "eval.json"));
-    assert_eq!(final_parameters(&killed), final_parameters(&straight));
+    assert_eq!(final_parameters(&killed, 5), final_parameters(&straight, 5));
 }
 
-/// The parameters of the run's final checkpoint (the files also hold random parameter ids, so
-/// they are compared by value).
-fn final_parameters(dir: &Path) -> Vec<f32> {
+/// How one attempt of the fault-injection run is stopped.
+#[derive(Debug, Clone, Copy)]
+enum Kill {
+    /// Aborted (as by SIGKILL) on the `visit`-th time it reaches a crash point.
+    At(&'static str, usize),
+    /// SIGKILLed this long after it started.
+    After(Duration),
+}
+
+#[test]
+fn a_run_killed_at_every_step_of_a_checkpoint_write_and_at_seeded_moments_equals_an_uninterrupted_one()
+ {
+    use rand::{Rng, SeedableRng};
+    use std::os::unix::process::ExitStatusExt;
+
+    const ITERATIONS: usize = 16;
+    // Two kept checkpoints, so that pruning happens (and can be interrupted) too.
+    let keep = ["--set", "trainer.keep_checkpoints=2"];
+    let root = tempfile::tempdir().unwrap();
+    let (straight, killed) = (root.path().join("straight"), root.path().join("killed"));
+    let start = Instant::now();
+    assert!(
+        envrl(&straight, ITERATIONS, &keep)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let run_time = start.elapsed();
+
+    // Every crash point a run reaches (a checkpoint is never saved over an existing one, so
+    // `checkpoint-old-moved-aside` is not), each on its first visit so that the run advances at
+    // most one checkpoint per kill; then SIGKILLs at seeded random moments.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(21);
+    let mut kills: Vec<Kill> = envrl::CHECKPOINT_STEPS
+        .iter()
+        .copied()
+        .filter(|&point| point != "checkpoint-old-moved-aside")
+        .chain(["metrics-recorded"])
+        .map(|point| Kill::At(point, 1))
+        .collect();
+    let crash_points = kills.len();
+    kills.extend((0..6).map(|_| Kill::After(run_time.mul_f64(rng.random_range(0.05..0.3)))));
+
+    let (mut delivered, mut resumes) = (0, 0);
+    for kill in kills {
+        // Continue from the newest good checkpoint; before the first one there is nothing to
+        // resume, and the run starts afresh (its warm start is deterministic).
+        let has_checkpoint = envrl::latest_checkpoint(&killed.join("checkpoints")).is_some();
+        let mode: &[&str] = if has_checkpoint {
+            &["--resume"]
+        } else {
+            &["--force"]
+        };
+        resumes += usize::from(has_checkpoint);
+        let mut command = envrl(&killed, ITERATIONS, &keep);
+        command.args(mode);
+        let status = match kill {
+            Kill::At(point, visit) => command
+                .env(envrl::CRASH_AT_VAR, format!("{point}:{visit}"))
+                .status()
+                .unwrap(),
+            Kill::After(delay) => {
+                let mut child = command.spawn().unwrap();
+                std::thread::sleep(delay);
+                let _ = child.kill(); // SIGKILL; fails only when the run already ended
+                child.wait().unwrap()
+            }
+        };
+        eprintln!(
+            "{kill:?}: {status}, newest checkpoint {:?}",
+            envrl::latest_checkpoint(&killed.join("checkpoints"))
+        );
+        match status.signal() {
+            Some(_) => delivered += 1,
+            // The run ended before the kill: nothing left to interrupt.
+            None if status.success() && killed.join("eval.json").exists() => break,
+            None => panic!("{kill:?}: the run failed with {status}"),
+        }
+    }
+    if !killed.join("eval.json").exists() {
+        resumes += 1;
+        assert!(
+            envrl(&killed, ITERATIONS, &keep)
+                .arg("--resume")
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    eprintln!(
+        "fault injection: {delivered} kills, {resumes} resumes; comparing with an uninterrupted run"
+    );
+    // Every crash point fires (the run is far from its end), and most random moments land.
+    assert!(
+        delivered >= crash_points + 3,
+        "only {delivered} of {} kills landed",
+        crash_points + 6
+    );
+
+    // Resumed runs cut metrics.jsonl back to their checkpoint: one line per iteration.
+    let lines = std::fs::read_to_string(killed.join("metrics.jsonl")).unwrap();
+    assert_eq!(
+        lines.lines().filter(|l| !l.trim().is_empty()).count(),
+        ITERATIONS
+    );
+    let ((killed_metrics, killed_diag), (straight_metrics, straight_diag)) =
+        (metrics(&killed), metrics(&straight));
+    assert_eq!(killed_metrics, straight_metrics);
+    assert_close(&killed_diag, &straight_diag);
+    let read = |dir: &Path, file: &str| std::fs::read(dir.join(file)).unwrap();
+    assert_eq!(read(&killed, "eval.json"), read(&straight, "eval.json"));
+    assert_eq!(
+        final_parameters(&killed, ITERATIONS),
+        final_parameters(&straight, ITERATIONS)
+    );
+}
+
+/// The parameters of the run's checkpoint after `iteration` (the files also hold random
+/// parameter ids, so they are compared by value).
+fn final_parameters(dir: &Path, iteration: usize) -> Vec<f32> {
     use burn::module::{Module, ModuleVisitor, Param};
     use burn::tensor::{Device, Tensor};
     struct Flatten(Vec<f32>);
@@ -138,8 +261,13 @@ fn final_parameters(dir: &Path) -> Vec<f32> {
         .init(&Device::flex().autodiff(), 0)
         .unwrap();
     let optimizer = burn::optim::AdamWConfig::new().init();
-    let loaded =
-        envrl::load_checkpoint(&dir.join("checkpoints/ckpt-000005"), model, optimizer).unwrap();
+    let loaded = envrl::load_checkpoint(
+        &dir.join("checkpoints")
+            .join(envrl::checkpoint_name(iteration)),
+        model,
+        optimizer,
+    )
+    .unwrap();
     let mut flat = Flatten(Vec::new());
     loaded.model.visit(&mut flat);
     assert!(!flat.0.is_empty());

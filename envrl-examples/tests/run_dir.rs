@@ -220,3 +220,146 @@ fn a_directory_that_is_not_a_run_is_refused_and_force_keeps_what_is_not_envrls()
     );
     assert_eq!(iterations(&run), vec![0, 1]);
 }
+
+/// The names of a directory's entries, sorted.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn force_with_a_bad_model_or_impossible_sizes_leaves_the_old_run_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    assert!(train(&run, 2, &[]).status.success());
+    let before = (listing(&run), listing(&run.join("checkpoints")));
+    let metrics = std::fs::read(run.join("metrics.jsonl")).unwrap();
+    let garbage = dir.path().join("garbage.gguf");
+    std::fs::write(&garbage, "not a model").unwrap();
+    let garbage = garbage.to_str().unwrap();
+    let attempts: [&[&str]; 3] = [
+        &["--force", "--model", garbage],
+        &["--force", "--set", "tiny.layers=1000000000"],
+        &["--force", "--set", "trainer.group_size=4000000000"],
+    ];
+    for extra in attempts {
+        let out = train(&run, 2, extra);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra:?} was accepted");
+        assert!(
+            stderr.contains("garbage.gguf")
+                || stderr.contains("num_hidden_layers")
+                || stderr.contains("trainer.group_size"),
+            "{extra:?}: {stderr}"
+        );
+        assert!(stderr.contains("GiB") || extra[1] == "--model", "{stderr}");
+        assert_eq!(
+            (listing(&run), listing(&run.join("checkpoints"))),
+            before,
+            "{extra:?} changed the run directory"
+        );
+        assert_eq!(std::fs::read(run.join("metrics.jsonl")).unwrap(), metrics);
+    }
+}
+
+/// A small tmpfs mounted for the test's lifetime (root on Linux only).
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (as `mount -o size=` takes it) at `dir`, or says why not.
+    fn mount(dir: &std::path::Path, size: &str) -> Result<Self, String> {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        Ok(Tmpfs(dir.to_path_buf()))
+    }
+
+    fn resize(&self, size: &str) {
+        let status = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(status.success(), "remount failed");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_stops_the_run_naming_the_file_and_resume_recovers_it() {
+    let root = tempfile::tempdir().unwrap();
+    // Room for the warm start and one checkpoint (about 1 MB each) but not for the second.
+    let disk = match Tmpfs::mount(&root.path().join("disk"), "2m") {
+        Ok(disk) => disk,
+        Err(why) => {
+            eprintln!("skipping the disk-full test: cannot mount a tmpfs ({why})");
+            return;
+        }
+    };
+    let extra = [
+        "--set",
+        "trainer.checkpoint_every=1",
+        "--set",
+        "trainer.keep_checkpoints=2",
+    ];
+    let straight = root.path().join("straight");
+    assert!(train(&straight, 4, &extra).status.success());
+
+    let run = disk.0.join("run");
+    let full = train(&run, 4, &extra);
+    let stderr = String::from_utf8_lossy(&full.stderr);
+    assert!(!full.status.success(), "the run fit on the small disk");
+    assert!(
+        stderr.contains("No space left on device") && stderr.contains(run.to_str().unwrap()),
+        "the error names neither the problem nor the file: {stderr}"
+    );
+    let last_good = envrl::latest_checkpoint(&run.join("checkpoints")).expect("no checkpoint");
+    envrl::verify_checkpoint(&last_good).unwrap();
+    let left = listing(&run.join("checkpoints"));
+    assert!(
+        !left.iter().any(|n| n.ends_with(".tmp")),
+        "a partial checkpoint still takes space: {left:?}"
+    );
+
+    disk.resize("64m");
+    let resumed = train(&run, 4, &[&extra[..], &["--resume"]].concat());
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert_eq!(iterations(&run), vec![0, 1, 2, 3]);
+    let record = |dir: &std::path::Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(dir.join("metrics.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v.as_object_mut()
+                    .unwrap()
+                    .retain(|k, _| !k.starts_with("perf/"));
+                v
+            })
+            .collect()
+    };
+    assert_eq!(record(&run), record(&straight));
+    assert_eq!(
+        std::fs::read(run.join("eval.json")).unwrap(),
+        std::fs::read(straight.join("eval.json")).unwrap()
+    );
+}

@@ -60,12 +60,12 @@ pub use rollout::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots};
 pub use schedule::Schedule;
 #[cfg(feature = "burn")]
 pub use trainer::{
-    AdamWKernel, AdamWStep, AuxBatch, BehaviourCloning, CHECKPOINT_FORMAT, CheckpointState,
-    EVAL_SEED_OFFSET, EvalReport, FusedAdamW, LearnerBatch, LoadedCheckpoint, PolicyLoss,
-    PolicyLossInput, PolicyLossOutput, StepReport, StepRunner, Trainer, TrainerParts,
-    checkpoint_name, checkpoints_to_delete, clip_global_grad_norm, global_grad_norm,
-    latest_checkpoint, load_checkpoint, pad_rows, prune_checkpoints, save_checkpoint,
-    verify_checkpoint,
+    AdamWKernel, AdamWStep, AuxBatch, BehaviourCloning, CHECKPOINT_FORMAT, CHECKPOINT_STEPS,
+    CRASH_AT_VAR, CheckpointState, EVAL_SEED_OFFSET, EvalReport, FusedAdamW, LearnerBatch,
+    LoadedCheckpoint, PolicyLoss, PolicyLossInput, PolicyLossOutput, StepReport, StepRunner,
+    Trainer, TrainerParts, checkpoint_name, checkpoints_to_delete, clip_global_grad_norm,
+    global_grad_norm, latest_checkpoint, load_checkpoint, pad_rows, prune_checkpoints,
+    save_checkpoint, settle_checkpoint, verify_checkpoint,
 };
 pub use trainer::{
     AuxStream, IterationMetrics, JsonlSink, LossAggregation, MetricsSink, MicroBatch,

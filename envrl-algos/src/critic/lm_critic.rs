@@ -177,7 +177,13 @@ impl Critic for LmCritic {
             path: dir.join(file),
             reason,
         };
-        let record = ModuleRecord::load(dir.join(CRITIC_FILE))
+        // Read whole into memory, so that the critic never depends on the checkpoint's files.
+        let read = |file: &str| {
+            std::fs::read(dir.join(file))
+                .map(burn::tensor::Bytes::from_bytes_vec)
+                .map_err(|e| fail(file, e.to_string()))
+        };
+        let record = ModuleRecord::from_bytes(read(CRITIC_FILE)?)
             .map_err(|e| fail(CRITIC_FILE, e.to_string()))?;
         self.model = self
             .model
@@ -186,7 +192,7 @@ impl Critic for LmCritic {
             .map_err(|e| fail(CRITIC_FILE, e.to_string()))?;
         let optimizer = FusedAdamW::new(1e-8, self.config.weight_decay as f32).init();
         self.optimizer = optimizer
-            .load(dir.join(CRITIC_OPTIMIZER_FILE))
+            .from_bytes(read(CRITIC_OPTIMIZER_FILE)?)
             .map_err(|e| fail(CRITIC_OPTIMIZER_FILE, e.to_string()))?;
         Ok(())
     }

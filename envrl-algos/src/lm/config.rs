@@ -53,7 +53,8 @@ impl LmConfig {
     /// # Errors
     /// [`Error::InvalidModelConfig`] when a size is 0, when `hidden_size` is not a multiple of
     /// `num_attention_heads`, when the head width is odd (RoPE pairs dimensions), or when
-    /// `num_attention_heads` is not a multiple of `num_key_value_heads`.
+    /// `num_attention_heads` is not a multiple of `num_key_value_heads`, or when the f32 weights
+    /// would not fit in the machine's available memory ([`LmConfig::ensure_fits`]).
     pub fn validate(&self) -> Result<()> {
         let sizes = [
             ("vocab_size", self.vocab_size),
@@ -98,7 +99,7 @@ impl LmConfig {
                 ),
             });
         }
-        Ok(())
+        self.ensure_fits(crate::lm::available_memory())
     }
 
     /// Builds a randomly initialised model on `device`, deterministically from `seed`.

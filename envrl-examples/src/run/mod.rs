@@ -46,7 +46,7 @@ pub use warm_start::WARM_START_FILE;
 
 use crate::progress::RunProgress;
 use evaluation::{Evaluation, eval_path};
-use run_dir::{prepare_dir, truncate_metrics};
+use run_dir::{DirPlan, truncate_metrics};
 
 /// Where and how a run happens.
 #[derive(Debug, Clone)]
@@ -203,7 +203,8 @@ impl envs::WithSetup for Run<'_> {
         let start = Instant::now();
         let dir = &options.output_dir;
         let _lock = RunLock::acquire(dir)?;
-        let resume_from = prepare_dir(options)?;
+        let plan = DirPlan::decide(options)?;
+        let resume_from = plan.resume_from.clone();
         // The objectives' prompts name the environment as it describes itself; the written
         // config says so too.
         let description = setup.description();
@@ -211,13 +212,8 @@ impl envs::WithSetup for Run<'_> {
             algorithm: config.algorithm.clone().with_environment(&description),
             ..config.clone()
         };
-        if !options.eval_only {
-            if resume_from.is_some() {
-                check_resume_config(dir, config, options.allow_config_change)?;
-            }
-            let path = dir.join("config.toml");
-            std::fs::write(&path, config.to_toml()?)
-                .with_context(|| format!("writing {}", path.display()))?;
+        if !options.eval_only && resume_from.is_some() {
+            check_resume_config(dir, config, options.allow_config_change)?;
         }
         let say = |line: String| {
             if !options.quiet {
@@ -229,7 +225,16 @@ impl envs::WithSetup for Run<'_> {
         if config.gradient_checkpointing {
             device = device.gradient_checkpointing();
         }
-        let loaded = model::load(config, &setup, &description, dir, &device, &say)?;
+        // Everything that can fail on bad input (config, data, model file, memory) has been
+        // checked by now: only here does the run touch its directory.
+        let loaded = model::load(config, &setup, &description, &device, &say)?;
+        plan.apply(dir)?;
+        if !options.eval_only {
+            let path = dir.join("config.toml");
+            std::fs::write(&path, config.to_toml()?)
+                .with_context(|| format!("writing {}", path.display()))?;
+            loaded.save_tokenizer(dir)?;
+        }
         let mut model = loaded.model;
         if resume_from.is_none() {
             let warm_start = warm_start::WarmStart {

@@ -8,7 +8,9 @@ use anyhow::{Context, Result};
 use burn::module::Module;
 use burn::tensor::Device;
 use envrl::{Demonstration, Environment, Tokenizer};
-use envrl_algos::{AuxConfig, CausalLm, Pretrained};
+use envrl_algos::{
+    AuxConfig, CausalLm, LmConfig, Pretrained, WordTokenizer, available_memory, shortfall,
+};
 
 use super::config::{ModelSource, RunConfig};
 use super::corpus::{TextCollector, word_tokenizer};
@@ -20,18 +22,33 @@ pub(crate) struct LoadedModel {
     pub tokenizer: Arc<dyn Tokenizer>,
     pub model: CausalLm,
     pub demonstrations: Option<Vec<Demonstration>>,
+    /// The word tokenizer built for the tiny model, which the run directory keeps.
+    word_tokenizer: Option<Arc<WordTokenizer>>,
+}
+
+impl LoadedModel {
+    /// Writes the tiny model's word tokenizer as `dir/tokenizer.json` (a pretrained model's
+    /// tokenizer stays with its model file).
+    pub(crate) fn save_tokenizer(&self, dir: &Path) -> Result<()> {
+        if let Some(tokenizer) = &self.word_tokenizer {
+            let path = dir.join("tokenizer.json");
+            tokenizer
+                .save(&path)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(())
+    }
 }
 
 /// The tokenizer and the model: the tiny model gets a word tokenizer over everything the
 /// expert's episodes encode and over every built-in objective's prompt words (so that arms
-/// with and without objectives share one vocabulary), saved as `dir/tokenizer.json`; a
-/// pretrained model brings its own; `description` is how the objectives' prompts name the world.
+/// with and without objectives share one vocabulary), to be saved with
+/// [`LoadedModel::save_tokenizer`]; a pretrained model brings its own; `description` is how the objectives' prompts name the world.
 /// LoRA adapters are added when `config.lora.rank > 0` (`say` reports them).
 pub(crate) fn load<E: Environment>(
     config: &RunConfig,
     setup: &EnvSetup<E>,
     description: &str,
-    dir: &Path,
     device: &Device,
     say: &dyn Fn(String),
 ) -> Result<LoadedModel> {
@@ -44,27 +61,26 @@ pub(crate) fn load<E: Environment>(
                 .map(|aux| aux.with_environment(description).build())
                 .collect();
             let tokenizer = word_tokenizer(collector.texts(), &objectives);
-            let path = dir.join("tokenizer.json");
-            tokenizer
-                .save(&path)
-                .with_context(|| format!("writing {}", path.display()))?;
             let demonstrations = Some(collector.retokenize(demos, &tokenizer));
-            let model = config
-                .tiny
-                .lm_config(tokenizer.vocab_size())
-                .init(device, config.trainer.seed)?;
+            let lm_config = config.tiny.lm_config(tokenizer.vocab_size());
+            ensure_run_fits(config, &lm_config, available_memory())?;
+            let model = lm_config.init(device, config.trainer.seed)?;
+            let tokenizer = Arc::new(tokenizer);
             LoadedModel {
-                tokenizer: Arc::new(tokenizer),
+                tokenizer: tokenizer.clone(),
                 model,
                 demonstrations,
+                word_tokenizer: Some(tokenizer),
             }
         }
         ModelSource::Gguf(path) | ModelSource::HfDir(path) => {
             let pretrained = Pretrained::load(path, device)?;
+            ensure_run_fits(config, &pretrained.config, available_memory())?;
             LoadedModel {
                 tokenizer: Arc::new(pretrained.tokenizer),
                 model: pretrained.model,
                 demonstrations: None,
+                word_tokenizer: None,
             }
         }
     };
@@ -82,4 +98,47 @@ pub(crate) fn load<E: Environment>(
         ));
     }
     Ok(loaded)
+}
+
+/// Refuses a run whose model, optimizer state and rollouts cannot fit in `available` bytes,
+/// before the warm start or the first rollout allocates them: the f32 weights and a reference
+/// copy, gradients and two AdamW moments for every parameter, and the key/value caches of the
+/// `groups × group_size` episodes one iteration plays, each at least `max_new_tokens` long (a
+/// lower bound: prompts come on top).
+fn ensure_run_fits(config: &RunConfig, lm: &LmConfig, available: Option<u64>) -> Result<()> {
+    lm.ensure_fits(available)?;
+    let trainer = &config.trainer;
+    let weights = lm.parameter_count() * 4;
+    let episodes = trainer.groups as u128 * trainer.group_size as u128;
+    let positions = trainer.sampling.max_new_tokens as u128;
+    let caches = episodes * positions * lm.kv_bytes_per_position();
+    let what = format!(
+        "the weights, optimizer state and the key/value caches of trainer.groups × \
+         trainer.group_size = {episodes} episodes of at least sampling.max_new_tokens = \
+         {positions} positions"
+    );
+    match shortfall(&what, 5 * weights + caches, available) {
+        Some(reason) => anyhow::bail!("the run cannot fit in memory: {reason}"),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rollout_batch_that_cannot_fit_is_refused_naming_its_fields() {
+        let mut config = RunConfig::cpu_tiny(crate::run::envs::EnvName::Keydoor).unwrap();
+        let lm = config.tiny.lm_config(200);
+        assert!(ensure_run_fits(&config, &lm, Some(24 << 30)).is_ok());
+        config.trainer.group_size = 4_000_000_000;
+        let err = ensure_run_fits(&config, &lm, Some(24 << 30))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("trainer.group_size") && err.contains("24.0 GiB"),
+            "{err}"
+        );
+    }
 }

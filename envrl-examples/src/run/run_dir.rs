@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 
 use envrl::{IterationMetrics, latest_checkpoint};
 
-use super::warm_start::WARM_START_FILE;
+use super::warm_start::{WARM_START_FILE, WARM_START_PARTIAL};
 use super::{RunConfig, RunOptions};
 
 /// The lock file of a run directory.
@@ -195,11 +195,12 @@ pub(crate) fn truncate_metrics(dir: &Path, iteration: usize) -> Result<()> {
 
 /// Whether `name` is something envrl writes into a run directory.
 fn is_run_file(name: &str) -> bool {
-    const FILES: [&str; 8] = [
+    const FILES: [&str; 9] = [
         "config.toml",
         "tokenizer.json",
         "metrics.jsonl",
         WARM_START_FILE,
+        WARM_START_PARTIAL,
         "checkpoints",
         "config-changes.txt",
         LOCK_FILE,
@@ -241,7 +242,12 @@ fn remove_run_files(dir: &Path) -> Result<()> {
         }
         let _ = std::fs::remove_dir(&checkpoints); // only when nothing else is in it
     }
-    for stale in ["metrics.jsonl", WARM_START_FILE, "config-changes.txt"] {
+    for stale in [
+        "metrics.jsonl",
+        WARM_START_FILE,
+        WARM_START_PARTIAL,
+        "config-changes.txt",
+    ] {
         let path = dir.join(stale);
         if path.exists() {
             std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
@@ -250,44 +256,67 @@ fn remove_run_files(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Makes `options.output_dir` ready for the run: refuses to overwrite another run's checkpoints
-/// (without `resume` or `force`) or a directory that envrl did not write, removes a previous
-/// run's files on a fresh start; returns the checkpoint to resume from.
-pub(crate) fn prepare_dir(options: &RunOptions) -> Result<Option<PathBuf>> {
-    let dir = &options.output_dir;
-    let checkpoints = dir.join("checkpoints");
-    let existing = latest_checkpoint(&checkpoints);
-    match (&existing, options.resume, options.force) {
-        (Some(_), false, false) => bail!(
-            "{} already holds a run's checkpoints; pass --resume to continue it or --force to \
-             overwrite it",
-            dir.display()
-        ),
-        (_, false, true) => remove_run_files(dir)?,
-        (None, true, _) => bail!("--resume: no checkpoint in {}", checkpoints.display()),
-        // A fresh start: only in a directory that holds nothing but (a killed run's) envrl
-        // files, whose stale metrics must not be continued.
-        (None, false, false) => {
-            let foreign = foreign_files(dir);
-            if !foreign.is_empty() {
-                bail!(
-                    "{} is not a run directory: it holds {}; choose another directory or pass \
-                     --force (which removes only what envrl writes)",
-                    dir.display(),
-                    foreign
-                        .iter()
-                        .take(5)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
+/// What a run will do with its directory, decided before anything is written.
+#[derive(Debug)]
+pub(crate) struct DirPlan {
+    /// The checkpoint to resume from.
+    pub resume_from: Option<PathBuf>,
+    /// Whether a previous run's files are removed (a fresh start or `--force`).
+    clear: bool,
+}
+
+impl DirPlan {
+    /// Decides what the run does with `options.output_dir`: refuses to overwrite another run's
+    /// checkpoints (without `resume` or `force`) or a directory that envrl did not write, and
+    /// finds the checkpoint to resume from. Writes nothing: the run validates its model and data
+    /// first and then calls [`DirPlan::apply`].
+    pub(crate) fn decide(options: &RunOptions) -> Result<Self> {
+        let dir = &options.output_dir;
+        let checkpoints = dir.join("checkpoints");
+        let existing = latest_checkpoint(&checkpoints);
+        let clear = match (&existing, options.resume, options.force) {
+            (Some(_), false, false) => bail!(
+                "{} already holds a run's checkpoints; pass --resume to continue it or --force \
+                 to overwrite it",
+                dir.display()
+            ),
+            (_, false, true) => true,
+            (None, true, _) => bail!("--resume: no checkpoint in {}", checkpoints.display()),
+            // A fresh start: only in a directory that holds nothing but (a killed run's) envrl
+            // files, whose stale metrics must not be continued.
+            (None, false, false) => {
+                let foreign = foreign_files(dir);
+                if !foreign.is_empty() {
+                    bail!(
+                        "{} is not a run directory: it holds {}; choose another directory or \
+                         pass --force (which removes only what envrl writes)",
+                        dir.display(),
+                        foreign
+                            .iter()
+                            .take(5)
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
+                true
             }
+            (Some(_), true, _) => false,
+        };
+        Ok(DirPlan {
+            resume_from: if options.resume { existing } else { None },
+            clear,
+        })
+    }
+
+    /// Makes the directory ready: removes a previous run's files when starting afresh, and
+    /// creates it.
+    pub(crate) fn apply(&self, dir: &Path) -> Result<()> {
+        if self.clear {
             remove_run_files(dir)?;
         }
-        _ => {}
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    Ok(if options.resume { existing } else { None })
 }
 
 #[cfg(test)]

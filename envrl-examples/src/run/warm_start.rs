@@ -18,6 +18,8 @@ use super::progress_bar;
 
 /// The warm-started model in a run directory (`warmup.from` reads it).
 pub const WARM_START_FILE: &str = "warm-start.bpk";
+/// The warm start while it is being written.
+pub const WARM_START_PARTIAL: &str = "warm-start.bpk.partial";
 
 /// What a fresh run's warm start works with.
 pub(crate) struct WarmStart<'a> {
@@ -50,7 +52,10 @@ impl WarmStart<'_> {
             let error = |e: &dyn std::fmt::Display| {
                 anyhow::anyhow!("loading the warm start {}: {e}", path.display())
             };
-            let record = ModuleRecord::load(&path).map_err(|e| error(&e))?;
+            // Read whole, so that the run never depends on another run's file after loading.
+            let bytes = std::fs::read(&path).map_err(|e| error(&e))?;
+            let record = ModuleRecord::from_bytes(burn::tensor::Bytes::from_bytes_vec(bytes))
+                .map_err(|e| error(&e))?;
             let model = model.try_load_record(record).map_err(|e| error(&e))?;
             say(format!("warm start: loaded {}", path.display()));
             return Ok(model);
@@ -87,11 +92,16 @@ impl WarmStart<'_> {
             }
         });
         progress.finish_and_clear();
+        // Written whole under another name and renamed: a run that loads it (`warmup.from`)
+        // never reads a half-written file.
         let path = self.dir.join(WARM_START_FILE);
+        let partial = self.dir.join(WARM_START_PARTIAL);
         model
             .clone()
-            .save_file(&path)
-            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+            .save_file(&partial)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", partial.display()))?;
+        std::fs::rename(&partial, &path)
+            .map_err(|e| anyhow::anyhow!("renaming {} into place: {e}", partial.display()))?;
         say(format!(
             "warm start: {} expert episodes ({won} won), {} rows, loss {:.3} -> {:.3}",
             warmup.episodes,

@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::store::ModuleRecord;
+use burn::tensor::Bytes;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::crash_point::crash_point;
 use crate::critic::Critic;
 use crate::error::{Error, Result};
 use crate::trainer::RunStreams;
@@ -85,7 +87,38 @@ pub fn save_checkpoint<M: Module>(
         }
     }
     std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    crash_point("checkpoint-tmp-created");
 
+    // A write that fails (a full disk) leaves no partial copy taking up space.
+    if let Err(e) = write_files(&tmp, state, model, reference, optimizer, critic) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    crash_point("checkpoint-manifest-written");
+
+    if target.exists() {
+        std::fs::rename(&target, &old).map_err(|e| Error::io(&old, e))?;
+        crash_point("checkpoint-old-moved-aside");
+    }
+    std::fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
+    sync_dir(dir)?;
+    crash_point("checkpoint-renamed-in");
+    if old.exists() {
+        std::fs::remove_dir_all(&old).map_err(|e| Error::io(&old, e))?;
+    }
+    crash_point("checkpoint-old-deleted");
+    Ok(target)
+}
+
+/// Writes every file of a checkpoint into `tmp`, fsynced and listed in its manifest.
+fn write_files<M: Module>(
+    tmp: &Path,
+    state: &CheckpointState,
+    model: &M,
+    reference: Option<&M>,
+    optimizer: &ModuleOptimizer,
+    critic: Option<&dyn Critic>,
+) -> Result<()> {
     let record_err = |path: PathBuf, e: burn::store::RecordError| Error::Checkpoint {
         path,
         reason: e.to_string(),
@@ -102,31 +135,25 @@ pub fn save_checkpoint<M: Module>(
             .save_file(&path)
             .map_err(|e| record_err(path, e))?;
     }
+    crash_point("checkpoint-model-written");
     let optim_path = tmp.join(OPTIMIZER_FILE);
     optimizer
         .save(&optim_path)
         .map_err(|e| record_err(optim_path, e))?;
     if let Some(critic) = critic {
-        critic.save(&tmp)?;
+        critic.save(tmp)?;
     }
+    crash_point("checkpoint-optimizer-written");
     let state_path = tmp.join(STATE_FILE);
     let json = serde_json::to_vec_pretty(state).map_err(|e| Error::Checkpoint {
         path: state_path.clone(),
         reason: e.to_string(),
     })?;
     std::fs::write(&state_path, json).map_err(|e| Error::io(&state_path, e))?;
-    write_manifest(&tmp)?;
-    sync_dir(&tmp)?;
-
-    if target.exists() {
-        std::fs::rename(&target, &old).map_err(|e| Error::io(&old, e))?;
-    }
-    std::fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
-    sync_dir(dir)?;
-    if old.exists() {
-        std::fs::remove_dir_all(&old).map_err(|e| Error::io(&old, e))?;
-    }
-    Ok(target)
+    crash_point("checkpoint-state-written");
+    write_manifest(tmp)?;
+    sync_dir(tmp)?;
+    Ok(())
 }
 
 fn sha256_file(path: &Path) -> Result<String> {
@@ -302,8 +329,16 @@ pub fn load_checkpoint<M: Module>(
     verify_checkpoint(path)?;
     let state: CheckpointState =
         serde_json::from_value(value).map_err(|e| fail(STATE_FILE, e.to_string()))?;
+    // Read into memory whole: loaded lazily from the file, the tensors would depend on a file
+    // that a later save or pruning removes.
+    let read = |file: &str| -> Result<Bytes> {
+        std::fs::read(path.join(file))
+            .map(Bytes::from_bytes_vec)
+            .map_err(|e| fail(file, e.to_string()))
+    };
     let load_module = |file: &str, module: M| -> Result<M> {
-        let record = ModuleRecord::load(path.join(file)).map_err(|e| fail(file, e.to_string()))?;
+        let record =
+            ModuleRecord::from_bytes(read(file)?).map_err(|e| fail(file, e.to_string()))?;
         module
             .try_load_record(record)
             .map_err(|e| fail(file, e.to_string()))
@@ -315,7 +350,7 @@ pub fn load_checkpoint<M: Module>(
     };
     let model = load_module(MODEL_FILE, model)?;
     let optimizer = optimizer
-        .load(path.join(OPTIMIZER_FILE))
+        .from_bytes(read(OPTIMIZER_FILE)?)
         .map_err(|e| fail(OPTIMIZER_FILE, e.to_string()))?;
     Ok(LoadedCheckpoint {
         state,
@@ -343,6 +378,40 @@ pub fn latest_checkpoint(dir: &Path) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// Puts a complete checkpoint left as `ckpt-N.tmp` or `ckpt-N.old` by an interrupted save back
+/// in place as `ckpt-N` (replacing an incomplete `ckpt-N`) and returns where it now is; any other
+/// path is returned as it is. A run continues from the result, so that its next save cannot
+/// remove the checkpoint it continued from.
+///
+/// # Errors
+/// [`Error::Checkpoint`] when `path` does not verify; [`Error::Io`] when a rename fails.
+pub fn settle_checkpoint(path: &Path) -> Result<PathBuf> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let Some(target_name) = name
+        .strip_suffix(".tmp")
+        .or_else(|| name.strip_suffix(".old"))
+        .filter(|n| n.starts_with("ckpt-"))
+    else {
+        return Ok(path.to_path_buf());
+    };
+    let target = path.with_file_name(target_name);
+    if verify_checkpoint(&target).is_ok() {
+        return Ok(target);
+    }
+    verify_checkpoint(path)?;
+    if target.exists() {
+        std::fs::remove_dir_all(&target).map_err(|e| Error::io(&target, e))?;
+    }
+    std::fs::rename(path, &target).map_err(|e| Error::io(&target, e))?;
+    if let Some(parent) = target.parent() {
+        sync_dir(parent)?;
+    }
+    Ok(target)
 }
 
 /// The iterations of the checkpoint directories in `dir` (complete or not), in order.
@@ -525,6 +594,12 @@ mod tests {
         // Only the old one survived: it is used.
         std::fs::remove_dir_all(&tmp).unwrap();
         assert_eq!(latest_checkpoint(dir.path()), Some(old.clone()));
+        // Settling puts it back in place (a complete `ckpt-4` is never replaced).
+        let settled = settle_checkpoint(&old).unwrap();
+        assert_eq!(settled, target);
+        assert!(!old.exists() && verify_checkpoint(&target).is_ok());
+        assert_eq!(settle_checkpoint(&target).unwrap(), target);
+        std::fs::rename(&target, &old).unwrap();
         // The next save of that iteration cleans both up.
         saved(dir.path(), 4);
         assert!(!old.exists() && !tmp.exists());

@@ -9,6 +9,8 @@ mod behaviour_cloning;
 mod checkpoint;
 mod config;
 #[cfg(feature = "burn")]
+mod crash_point;
+#[cfg(feature = "burn")]
 mod grad_norm;
 #[cfg(feature = "burn")]
 mod learner_batch;
@@ -29,6 +31,8 @@ pub use behaviour_cloning::*;
 #[cfg(feature = "burn")]
 pub use checkpoint::*;
 pub use config::*;
+#[cfg(feature = "burn")]
+pub use crash_point::{CHECKPOINT_STEPS, CRASH_AT_VAR};
 #[cfg(feature = "burn")]
 pub use grad_norm::*;
 #[cfg(feature = "burn")]

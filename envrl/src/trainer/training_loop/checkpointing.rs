@@ -6,9 +6,10 @@ use super::{Trainer, adamw};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::policy::Policy;
+use crate::trainer::crash_point::crash_point;
 use crate::trainer::{
     CHECKPOINT_FORMAT, CheckpointState, checkpoint_name, load_checkpoint, prune_checkpoints,
-    save_checkpoint,
+    save_checkpoint, settle_checkpoint,
 };
 
 impl<P: Policy, E: Environment> Trainer<P, E> {
@@ -45,6 +46,7 @@ impl<P: Policy, E: Environment> Trainer<P, E> {
             self.parts.critic.as_deref(),
         )?;
         prune_checkpoints(dir, self.config.keep_checkpoints)?;
+        crash_point("checkpoint-pruned");
         self.saved_at = Some(self.iteration);
         Ok(Some(path))
     }
@@ -55,6 +57,8 @@ impl<P: Policy, E: Environment> Trainer<P, E> {
     /// # Errors
     /// [`Error::Checkpoint`] when it is missing, corrupt or does not fit the model.
     pub fn resume(&mut self, path: &Path) -> Result<()> {
+        // A checkpoint left as `.tmp`/`.old` by an interrupted save goes back in place first.
+        let path = &settle_checkpoint(path)?;
         let loaded = load_checkpoint(path, self.policy.clone(), adamw(&self.config))?;
         loaded
             .state

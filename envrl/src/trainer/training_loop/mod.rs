@@ -12,6 +12,7 @@ use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::policy::{Policy, SamplingParams, ScoreRow};
 use crate::rollout::{RolloutEngine, RolloutStats, grouped_slots};
+use crate::trainer::crash_point::crash_point;
 use crate::trainer::metric_names as names;
 use crate::trainer::{
     AuxBatch, FusedAdamW, IterationMetrics, LearnerBatch, MetricsSink, OptimizerStep, PlanSizes,
@@ -157,6 +158,7 @@ where
                 metrics.set(names::EVAL_RETURN, report.mean_return);
             }
             sink.record(&metrics)?;
+            crash_point("metrics-recorded");
             let every = self.config.checkpoint_every;
             if every > 0 && self.iteration.is_multiple_of(every) {
                 self.save_checkpoint()?;

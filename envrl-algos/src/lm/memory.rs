@@ -1,0 +1,149 @@
+//! How much memory a model needs, and whether the machine has it: sizes that cannot fit are
+//! refused by name before anything is allocated (an allocation that fails aborts the process).
+
+use crate::error::{Error, Result};
+use crate::lm::LmConfig;
+
+/// Bytes the machine can give new allocations now: Linux's `MemAvailable`, capped by the
+/// cgroup's limit when it sets one; `None` where neither can be read.
+pub fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let available = meminfo.as_deref().and_then(|text| {
+        text.lines()
+            .find_map(|line| line.strip_prefix("MemAvailable:"))
+            .and_then(|rest| rest.trim().strip_suffix("kB"))
+            .and_then(|kb| kb.trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    });
+    let cgroup = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .find_map(|path| {
+        std::fs::read_to_string(path)
+            .ok()?
+            .trim()
+            .parse::<u64>()
+            .ok()
+    });
+    match (available, cgroup) {
+        (Some(a), Some(c)) => Some(a.min(c)),
+        (a, c) => a.or(c),
+    }
+}
+
+/// `bytes` in GiB, for messages.
+fn gib(bytes: u128) -> f64 {
+    bytes as f64 / f64::from(1u32 << 30)
+}
+
+/// Why `needed` bytes of `what` cannot be allocated, when the machine has fewer `available`
+/// (`None` when they fit or the available memory is unknown).
+pub fn shortfall(what: &str, needed: u128, available: Option<u64>) -> Option<String> {
+    let available = available?;
+    (needed > u128::from(available)).then(|| {
+        format!(
+            "{what} need at least {:.1} GiB, but this machine has {:.1} GiB available",
+            gib(needed),
+            gib(u128::from(available))
+        )
+    })
+}
+
+impl LmConfig {
+    /// The number of parameters of the model these sizes describe (exact for the Qwen2 and
+    /// Llama layouts this crate builds), in `u128` so that no config overflows it.
+    pub fn parameter_count(&self) -> u128 {
+        let [vocab, hidden, inter, layers] = [
+            self.vocab_size,
+            self.hidden_size,
+            self.intermediate_size,
+            self.num_hidden_layers,
+        ]
+        .map(|n| n as u128);
+        let kv = (self.num_key_value_heads * self.head_dim()) as u128;
+        let bias = if self.attention_bias {
+            hidden + 2 * kv
+        } else {
+            0
+        };
+        let attention = 2 * hidden * hidden + 2 * hidden * kv + bias;
+        let mlp = 3 * hidden * inter;
+        let layer = attention + mlp + 2 * hidden;
+        let head = if self.tie_word_embeddings {
+            0
+        } else {
+            vocab * hidden
+        };
+        vocab * hidden + layers * layer + hidden + head
+    }
+
+    /// The bytes of one sequence position of the key/value cache (keys and values of every
+    /// layer, f32).
+    pub fn kv_bytes_per_position(&self) -> u128 {
+        2 * (self.num_hidden_layers * self.num_key_value_heads * self.head_dim()) as u128 * 4
+    }
+
+    /// Refuses sizes whose f32 weights cannot fit in `available` bytes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidModelConfig`] on `num_hidden_layers`, naming every size.
+    pub fn ensure_fits(&self, available: Option<u64>) -> Result<()> {
+        let what = format!(
+            "the model's f32 weights ({:.3e} parameters: vocab_size {}, hidden_size {}, \
+             intermediate_size {}, num_hidden_layers {})",
+            self.parameter_count() as f64,
+            self.vocab_size,
+            self.hidden_size,
+            self.intermediate_size,
+            self.num_hidden_layers
+        );
+        match shortfall(&what, self.parameter_count() * 4, available) {
+            Some(reason) => Err(Error::InvalidModelConfig {
+                field: "num_hidden_layers",
+                reason,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parameter_count_matches_the_model_built() {
+        use burn::module::Module;
+        for (bias, tied) in [(true, true), (false, false)] {
+            let mut config = LmConfig::tiny(50);
+            config.attention_bias = bias;
+            config.tie_word_embeddings = tied;
+            let model = config.init(&burn::tensor::Device::flex(), 0).unwrap();
+            assert_eq!(config.parameter_count(), model.num_params() as u128);
+        }
+    }
+
+    #[test]
+    fn sizes_that_cannot_fit_are_refused_by_name_before_allocating() {
+        let mut config = LmConfig::tiny(50);
+        config.num_hidden_layers = 1_000_000_000;
+        let err = config.ensure_fits(Some(24 << 30)).unwrap_err().to_string();
+        assert!(err.contains("num_hidden_layers 1000000000"), "{err}");
+        assert!(err.contains("24.0 GiB available"), "{err}");
+        assert!(LmConfig::tiny(50).ensure_fits(Some(24 << 30)).is_ok());
+        // Unknown memory: no refusal.
+        assert!(config.ensure_fits(None).is_ok());
+        // Sizes whose product overflows 64 bits are still counted.
+        config.hidden_size = 1 << 40;
+        assert!(config.parameter_count() > u128::from(u64::MAX));
+    }
+
+    #[test]
+    fn the_machine_reports_some_memory_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert!(available_memory().is_some_and(|bytes| bytes > 1 << 20));
+        }
+    }
+}
