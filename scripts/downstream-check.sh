@@ -1,29 +1,49 @@
 #!/usr/bin/env bash
-# The downstream check: a crate outside the workspace that depends on the local envrl crates by
-# path, whose main.rs is the code block of docs/custom-environment.md taken verbatim (a custom
-# environment and a custom AuxObjective), built and run for a few training iterations. It proves
-# the public API is enough and that the guide works when copied.
+# The downstream check: crates outside the workspace that depend on the envrl crates the ways the
+# quick start shows, built and run. Each crate holds the guide's two programs taken verbatim:
+#   - `lamps`: the code block of docs/custom-environment.md (a custom environment, prompt,
+#     parser and objective, trained from scratch);
+#   - `reward_prediction`: envrl-examples/examples/custom_aux.rs, the program of
+#     docs/writing-an-aux-objective.md (a custom objective on the key-and-door world), which
+#     uses the library crates only.
+# Routes (first argument, default `both`):
+#   path  `envrl = { path = "<clone>/envrl" }`
+#   git   `envrl = { git = "file://<clone>" }` (the clone's committed HEAD, as
+#         `cargo add --git` records it; works offline)
+# It proves the public API is enough and that the guide works when copied.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROUTES=${1:-both}
+[[ $ROUTES == both ]] && ROUTES="path git"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/envrl-downstream.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-mkdir -p "$WORK/src"
 # The first ```rust block of the chapter, with mdBook/rustdoc hidden-line markers removed.
 awk '/^```rust$/ {on=1; next} on && /^```$/ {exit} on {print}' "$ROOT/docs/custom-environment.md" \
-  | sed -E 's/^# //; s/^#$//' > "$WORK/src/main.rs"
-[ -s "$WORK/src/main.rs" ] || { echo "no rust block found in docs/custom-environment.md" >&2; exit 1; }
+  | sed -E 's/^# //; s/^#$//' > "$WORK/lamps.rs"
+[ -s "$WORK/lamps.rs" ] || { echo "no rust block found in docs/custom-environment.md" >&2; exit 1; }
 
-cat > "$WORK/Cargo.toml" <<TOML
+for route in $ROUTES; do
+  case $route in
+    path) dep() { echo "$1 = { path = \"$ROOT/$1\" }"; } ;;
+    git) dep() { echo "$1 = { git = \"file://$ROOT\" }"; } ;;
+    *) echo "unknown route $route (path, git or both)" >&2; exit 2 ;;
+  esac
+  crate="$WORK/$route"
+  mkdir -p "$crate/src/bin"
+  cp "$WORK/lamps.rs" "$crate/src/bin/lamps.rs"
+  cp "$ROOT/envrl-examples/examples/custom_aux.rs" "$crate/src/bin/reward_prediction.rs"
+  cat > "$crate/Cargo.toml" <<TOML
 [package]
-name = "lamps"
+name = "downstream-$route"
 version = "0.1.0"
 edition = "2024"
 publish = false
 
 [dependencies]
-envrl = { path = "$ROOT/envrl" }
-envrl-algos = { path = "$ROOT/envrl-algos" }
+$(dep envrl)
+$(dep envrl-algos)
+$(dep envrl-envs)
 burn = { version = "0.22.1", features = ["flex", "autodiff", "safetensors"] }
 rand = "0.9"
 rand_chacha = "0.9"
@@ -34,7 +54,10 @@ anyhow = "1"
 debug = false
 incremental = true
 TOML
-# The workspace's lock file pins the same versions.
-cp "$ROOT/Cargo.lock" "$WORK/Cargo.lock"
-cd "$WORK"
-cargo run --release 2>&1 | tail -n 20
+  # The workspace's lock file pins the same versions of everything else.
+  cp "$ROOT/Cargo.lock" "$crate/Cargo.lock"
+  echo "=== route: $route ($(dep envrl))"
+  (cd "$crate" && cargo build --release --bins 2>&1 | tail -n 3)
+  (cd "$crate" && cargo run --release --bin lamps 2>&1 | tail -n 6)
+  (cd "$crate" && cargo run --release --bin reward_prediction -- 3 2>&1 | tail -n 3)
+done

@@ -7,12 +7,13 @@ use burn::tensor::Device;
 use envrl::{
     ActionParser, BehaviourCloning, Environment, Policy, PromptBuilder, ScoreRow, Tokenizer,
 };
+use envrl_algos::recipe::word_tokenizer;
 use envrl_algos::{LmConfig, WordTokenizer};
 use envrl_envs::alfworld::{
     AlfWorld, AlfworldProjection, AlfworldPrompt, GameGenerator, SearchingExpert,
     search_demonstrations, walkthrough_demonstrations,
 };
-use envrl_examples::run::{TextCollector, word_tokenizer};
+use envrl_examples::run::TextCollector;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

@@ -173,6 +173,12 @@ fn malformed_catalogs_name_the_file_the_product_and_the_field() {
             ins,
             &["items_shuffle_1000.json"][..],
         ),
+        // No products at all (the engine would have no goal to draw).
+        (
+            "[]".to_string(),
+            ins,
+            &["items_shuffle_1000.json", "empty catalog"][..],
+        ),
         // Unknown option formats: a number, an entry without `value`.
         (
             format!("[{}]", GOOD_PRODUCT.replace(OPTIONS, "5")),

@@ -33,6 +33,7 @@ mod gguf;
 mod lm;
 mod loss;
 mod pretrained;
+pub mod recipe;
 #[cfg(test)]
 mod test_support;
 mod tokenizer;

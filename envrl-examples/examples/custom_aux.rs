@@ -1,16 +1,26 @@
 //! A custom auxiliary objective in one page: **reward prediction**. From each step, the agent
 //! learns to predict whether its episode will be won (`you win`) or not (`nothing`), given the
 //! task, the observation and the action. It plugs into the trainer through the
-//! `envrl::AuxObjective` trait alone; no library file changes.
+//! `envrl::AuxObjective` trait alone; no library file changes. The set-up uses the library
+//! crates only (`envrl`, `envrl-algos`, `envrl-envs`), the way a crate of your own would.
 //!
 //! ```text
 //! cargo run --release -p envrl-examples --example custom_aux -- [iterations]
 //! ```
 
+use std::sync::Arc;
+
 use anyhow::{Context, Result};
 use burn::tensor::Device;
-use envrl::{AuxExample, AuxObjective, RolloutBatch, Schedule, ScoreRow, Tokenizer};
-use envrl_examples::keydoor::{KeyDoorSettings, build_with};
+use envrl::{
+    AuxExample, AuxObjective, BehaviourCloning, Environment, PromptBuilder, RolloutBatch, Schedule,
+    ScoreRow, Tokenizer, TrainerConfig, metric_names,
+};
+use envrl_algos::recipe::{EnvParts, TrainerRecipe, builtin_objectives, word_tokenizer};
+use envrl_algos::{AlgorithmConfig, LmConfig};
+use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
+use rand::SeedableRng;
+use rand::seq::IndexedRandom;
 use rand::seq::index::sample;
 use rand_chacha::ChaCha8Rng;
 
@@ -64,34 +74,109 @@ impl AuxObjective for RewardPrediction {
     // `loss` keeps its default: token-mean cross-entropy over the target tokens.
 }
 
+/// Warm-start rows: the key-and-door prompt of each step of a uniformly random agent, answered
+/// with the action it took (teaches the reply format, not the task).
+fn random_agent_rows(
+    tokenizer: &dyn Tokenizer,
+    episodes: u64,
+    rng: &mut ChaCha8Rng,
+) -> Vec<ScoreRow> {
+    let mut rows = Vec::new();
+    for task in 0..episodes {
+        let mut env = KeyDoor::new(4, 12);
+        let mut obs = env.reset(task);
+        for t in 0..12 {
+            let Some(action) = obs.admissible.choose(rng).cloned() else {
+                break;
+            };
+            rows.push(ScoreRow {
+                context: tokenizer.encode_prompt(&KeyDoorPrompt.build(&obs, &[], t)),
+                target: tokenizer.encode_response(&action),
+            });
+            let outcome = env.step(&action);
+            if outcome.done {
+                break;
+            }
+            obs = outcome.observation;
+        }
+    }
+    rows
+}
+
 fn main() -> Result<()> {
-    envrl_examples::keep_freed_memory();
-    envrl_examples::init_logging();
     let iterations: usize = std::env::args()
         .nth(1)
         .map(|s| s.parse())
         .transpose()
         .context("iterations")?
         .unwrap_or(10);
-
-    // The usual key-and-door run, plus our objective at a constant weight of 0.1.
-    let mut settings = KeyDoorSettings::quick(0);
-    settings.trainer.iterations = iterations;
-    settings.trainer.eval_every = 0;
     let objective = RewardPrediction {
         schedule: Schedule::Constant { start: 0.1 },
         examples_per_iteration: 64,
     };
-    let mut run = build_with(&settings, &Device::flex(), vec![Box::new(objective)])?;
+
+    // 1. A word tokenizer over the world's texts and every objective's wording (the built-in
+    //    ones and ours), so that no target is `<unk>`.
+    let world = || KeyDoor::new(4, 12);
+    let mut objectives = builtin_objectives(world().description());
+    objectives.push(Box::new(objective));
+    let tokenizer = Arc::new(word_tokenizer(KeyDoor::corpus(), &objectives));
+    let ours = objectives.pop().expect("pushed above");
+
+    // 2. A tiny model, warm-started on the reply format.
+    let device = Device::flex().autodiff();
+    let model = LmConfig::tiny(tokenizer.vocab_size()).init(&device, 0)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let rows = random_agent_rows(tokenizer.as_ref(), 200, &mut rng);
+    let warm_start = BehaviourCloning {
+        steps: 150,
+        batch_size: 64,
+        learning_rate: 3e-3,
+        max_grad_norm: 1.0,
+        context_weight: 0.0,
+    };
+    let (model, _) = warm_start.train(model, &rows, &mut rng);
+
+    // 3. The trainer: GRPO, plus our objective.
+    let config = TrainerConfig {
+        iterations,
+        groups: 16,
+        group_size: 8,
+        max_steps: 12,
+        mini_batch_rows: 256,
+        learning_rate: 3e-4,
+        weight_decay: 0.0,
+        sampling: envrl::SamplingParams {
+            max_new_tokens: 4,
+            ..Default::default()
+        },
+        eval_every: 0,
+        checkpoint_every: 0,
+        ..Default::default()
+    };
+    let mut trainer = TrainerRecipe {
+        trainer: &config,
+        algorithm: &AlgorithmConfig::default(),
+        tokenizer,
+        env: EnvParts {
+            prompt: Box::new(KeyDoorPrompt),
+            parser: Box::new(KeyDoorProjection),
+            make_env: Box::new(world),
+            train_tasks: (0..1000).collect(),
+            eval_tasks: (100_000..100_064).collect(),
+        },
+        extra_aux: vec![ours],
+    }
+    .build(model)?;
 
     // Train and watch the new loss fall while the agent learns.
     for _ in 0..iterations {
-        let m = run.trainer.train_iteration();
+        let m = trainer.train_iteration();
         println!(
             "iter {:>3}  success {:.2}  loss/aux/reward_prediction {:.3}",
             m.iteration,
-            m.get("episode/success").unwrap_or(0.0),
-            m.get("loss/aux/reward_prediction").unwrap_or(f64::NAN)
+            m.value(metric_names::EPISODE_SUCCESS)?,
+            m.value(&metric_names::aux_loss("reward_prediction"))?,
         );
     }
     Ok(())

@@ -13,6 +13,7 @@ use burn::tensor::Device;
 use envrl::{
     BehaviourCloning, Environment, PromptBuilder, ScoreRow, Tokenizer, Trainer, TrainerConfig,
 };
+use envrl_algos::recipe::word_tokenizer;
 use envrl_algos::{
     ActionTarget, AlgorithmConfig, AuxConfig, CausalLm, InverseDynamicsConfig, LmConfig,
     StatePredictionConfig, TransitionFilter, WordTokenizer,
@@ -20,7 +21,7 @@ use envrl_algos::{
 use envrl_envs::keydoor::{KeyDoor, KeyDoorPrompt};
 
 use crate::run::envs::keydoor::{Corridor, corridor};
-use crate::run::{Assembly, EnvName, RunConfig, word_tokenizer};
+use crate::run::{Assembly, EnvName, RunConfig};
 use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;

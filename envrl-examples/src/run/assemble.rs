@@ -1,10 +1,12 @@
-//! One way to put a trainer together from a model, a tokenizer, an environment's set-up and
-//! the algorithm's config: `envrl train` and the key-and-door example both use it.
+//! A trainer from a model, a tokenizer, an environment's set-up and the algorithm's config, by
+//! the library's one way ([`TrainerRecipe`]), keeping what the report needs: `envrl train` and
+//! the key-and-door example both use it.
 
 use std::sync::Arc;
 
 use anyhow::Result;
-use envrl::{AuxObjective, Environment, Tokenizer, Trainer, TrainerConfig, TrainerParts};
+use envrl::{AuxObjective, Environment, Tokenizer, Trainer, TrainerConfig};
+use envrl_algos::recipe::{EnvParts, TrainerRecipe};
 use envrl_algos::{AlgorithmConfig, CausalLm};
 use envrl_envs::webshop::ScoreLog;
 
@@ -37,19 +39,12 @@ pub struct Assembly<'a, E: Environment> {
 }
 
 impl<E: Environment + 'static> Assembly<'_, E> {
-    /// The trainer, with the algorithm's objectives named for the environment
-    /// ([`Environment::description`]) and the caller's after them, and what the set-up keeps
-    /// for the report.
+    /// The trainer ([`TrainerRecipe::build`]: the algorithm's objectives named for the
+    /// environment, the caller's after them), and what the set-up keeps for the report.
     ///
     /// # Errors
     /// When the trainer's config does not fit the tasks or the model.
     pub fn build(self, model: CausalLm) -> Result<(Trainer<CausalLm, E>, Reporting)> {
-        let algorithm = self
-            .algorithm
-            .clone()
-            .with_environment(&self.setup.description());
-        let parts = algorithm.build();
-        let critic = algorithm.build_critic(&model);
         let setup = self.setup;
         let reporting = Reporting {
             demonstrate: setup.demonstrate,
@@ -57,22 +52,20 @@ impl<E: Environment + 'static> Assembly<'_, E> {
             scores: setup.scores,
             eval_tasks: setup.eval_tasks.clone(),
         };
-        let trainer = Trainer::new(
-            self.trainer.clone(),
-            model,
-            TrainerParts {
-                tokenizer: self.tokenizer,
+        let trainer = TrainerRecipe {
+            trainer: self.trainer,
+            algorithm: self.algorithm,
+            tokenizer: self.tokenizer,
+            env: EnvParts {
                 prompt: setup.prompt,
                 parser: setup.parser,
-                advantage: parts.advantage,
-                loss: parts.loss,
-                critic,
-                aux: parts.aux.into_iter().chain(self.extra_aux).collect(),
                 make_env: setup.make_env,
                 train_tasks: setup.train_tasks,
                 eval_tasks: setup.eval_tasks,
             },
-        )?;
+            extra_aux: self.extra_aux,
+        }
+        .build(model)?;
         Ok((trainer, reporting))
     }
 }

@@ -1,10 +1,10 @@
 //! The vocabulary of a from-scratch word tokenizer: every text the expert's episodes would
-//! encode (prompts and responses), plus the auxiliary objectives' prompt wording.
+//! encode (prompts and responses); `envrl_algos::recipe::word_tokenizer` adds the auxiliary
+//! objectives' prompt wording.
 
 use std::sync::Mutex;
 
-use envrl::{AuxObjective, Demonstration, ScoreRow, Tokenizer};
-use envrl_algos::WordTokenizer;
+use envrl::{Demonstration, ScoreRow, Tokenizer};
 
 /// A [`Tokenizer`] that records the texts it is asked to encode and encodes each as its index
 /// in the record: the expert's episodes are played once through it, their texts build the word
@@ -81,15 +81,4 @@ impl Tokenizer for TextCollector {
     fn pad_id(&self) -> u32 {
         0
     }
-}
-
-/// A word tokenizer over `texts` plus the prompt words of `objectives`
-/// ([`AuxObjective::prompt_words`]); pass every objective an arm of the experiment may train,
-/// so that all arms share the vocabulary.
-pub fn word_tokenizer(
-    mut texts: Vec<String>,
-    objectives: &[Box<dyn AuxObjective>],
-) -> WordTokenizer {
-    texts.extend(objectives.iter().flat_map(|o| o.prompt_words()));
-    WordTokenizer::from_corpus(texts.iter().map(String::as_str))
 }

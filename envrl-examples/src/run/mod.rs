@@ -30,7 +30,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub use assemble::{Assembly, Reporting};
 pub use compare::{FinishedRun, compare, comparison_markdown};
 pub use config::{ModelSource, RunConfig, TasksConfig, TinyModelConfig, WarmupConfig, models_dir};
-pub use corpus::{TextCollector, word_tokenizer};
+pub use corpus::TextCollector;
 pub use envs::alfworld::setup_from as alfworld_from;
 pub use envs::{EnvName, EnvSetup, ProgramEnv};
 pub use presets::Preset;

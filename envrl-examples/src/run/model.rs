@@ -8,12 +8,11 @@ use anyhow::{Context, Result};
 use burn::module::Module;
 use burn::tensor::Device;
 use envrl::{Demonstration, Environment, Tokenizer};
-use envrl_algos::{
-    AuxConfig, CausalLm, LmConfig, Pretrained, WordTokenizer, available_memory, shortfall,
-};
+use envrl_algos::recipe::{builtin_objectives, word_tokenizer};
+use envrl_algos::{CausalLm, LmConfig, Pretrained, WordTokenizer, available_memory, shortfall};
 
 use super::config::{ModelSource, RunConfig};
-use super::corpus::{TextCollector, word_tokenizer};
+use super::corpus::TextCollector;
 use super::envs::EnvSetup;
 
 /// A run's tokenizer and model, and for the tiny model the expert's episodes it was built from
@@ -56,10 +55,7 @@ pub(crate) fn load<E: Environment>(
         ModelSource::Tiny => {
             let collector = TextCollector::default();
             let demos = (setup.demonstrate)(&collector, config.warmup.episodes);
-            let objectives: Vec<_> = AuxConfig::all()
-                .into_iter()
-                .map(|aux| aux.with_environment(description).build())
-                .collect();
+            let objectives = builtin_objectives(description);
             let tokenizer = word_tokenizer(collector.texts(), &objectives);
             let demonstrations = Some(collector.retokenize(demos, &tokenizer));
             let lm_config = config.tiny.lm_config(tokenizer.vocab_size());
