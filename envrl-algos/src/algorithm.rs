@@ -144,12 +144,13 @@ impl AlgorithmConfig {
         self.advantage.validate()
     }
 
-    /// Names the world in every objective's prompts ([`AuxConfig::with_environment`]).
-    pub fn with_environment(mut self, description: &str) -> Self {
+    /// Sets every objective up for a world ([`AuxConfig::for_world`]: its description in the
+    /// prompts, its no-op observations).
+    pub fn for_world<E: envrl::Environment + ?Sized>(mut self, world: &E) -> Self {
         self.aux = self
             .aux
             .into_iter()
-            .map(|aux| aux.with_environment(description))
+            .map(|aux| aux.for_world(world))
             .collect();
         self
     }

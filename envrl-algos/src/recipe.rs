@@ -25,7 +25,7 @@
 //! }
 //!
 //! // The vocabulary: the world's texts and every built-in objective's wording.
-//! let objectives = builtin_objectives(Coin.description());
+//! let objectives = builtin_objectives(&Coin);
 //! let tokenizer = Arc::new(word_tokenizer(["pick heads a coin heads tails".to_string()], &objectives));
 //! let device = burn::tensor::Device::flex().autodiff();
 //! let model = LmConfig::tiny(envrl::Tokenizer::vocab_size(tokenizer.as_ref())).init(&device, 0)?;
@@ -59,13 +59,13 @@ use crate::algorithm::{AlgorithmConfig, AuxConfig};
 use crate::lm::CausalLm;
 use crate::tokenizer::WordTokenizer;
 
-/// Every built-in objective ([`AuxConfig::all`]) worded for a world that describes itself as
-/// `description`: what a from-scratch vocabulary must cover so that runs with and without
-/// objectives share one tokenizer.
-pub fn builtin_objectives(description: &str) -> Vec<Box<dyn AuxObjective>> {
+/// Every built-in objective ([`AuxConfig::all`]) set up for `world` ([`AuxConfig::for_world`]):
+/// what a from-scratch vocabulary must cover so that runs with and without objectives share one
+/// tokenizer.
+pub fn builtin_objectives<E: Environment + ?Sized>(world: &E) -> Vec<Box<dyn AuxObjective>> {
     AuxConfig::all()
         .into_iter()
-        .map(|aux| aux.with_environment(description).build())
+        .map(|aux| aux.for_world(world).build())
         .collect()
 }
 
@@ -161,8 +161,8 @@ pub struct TrainerRecipe<'a, E> {
 }
 
 impl<E: Environment + 'static> TrainerRecipe<'_, E> {
-    /// The trainer, with the configured objectives worded for the world
-    /// ([`Environment::description`]), a critic when the estimator needs one, and the caller's
+    /// The trainer, with the configured objectives set up for the world
+    /// ([`AlgorithmConfig::for_world`]: its description, its no-op observations), a critic when the estimator needs one, and the caller's
     /// objectives after the configured ones.
     ///
     /// # Errors
@@ -170,8 +170,7 @@ impl<E: Environment + 'static> TrainerRecipe<'_, E> {
     /// model.
     pub fn build(self, model: CausalLm) -> envrl::Result<Trainer<CausalLm, E>> {
         let env = self.env;
-        let description = (env.make_env)().description().to_string();
-        let algorithm = self.algorithm.clone().with_environment(&description);
+        let algorithm = self.algorithm.clone().for_world(&(env.make_env)());
         let parts = algorithm.build();
         let critic = algorithm.build_critic(&model);
         Trainer::new(

@@ -13,14 +13,13 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use burn::tensor::Device;
 use envrl::{
-    AuxExample, AuxObjective, BehaviourCloning, Environment, PromptBuilder, RolloutBatch, Schedule,
-    ScoreRow, Tokenizer, TrainerConfig, metric_names,
+    AuxExample, AuxObjective, BehaviourCloning, RolloutBatch, Schedule, ScoreRow, Tokenizer,
+    TrainerConfig, metric_names,
 };
 use envrl_algos::recipe::{EnvParts, TrainerRecipe, builtin_objectives, word_tokenizer};
 use envrl_algos::{AlgorithmConfig, LmConfig};
-use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
+use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt, random_agent_rows};
 use rand::SeedableRng;
-use rand::seq::IndexedRandom;
 use rand::seq::index::sample;
 use rand_chacha::ChaCha8Rng;
 
@@ -74,35 +73,6 @@ impl AuxObjective for RewardPrediction {
     // `loss` keeps its default: token-mean cross-entropy over the target tokens.
 }
 
-/// Warm-start rows: the key-and-door prompt of each step of a uniformly random agent, answered
-/// with the action it took (teaches the reply format, not the task).
-fn random_agent_rows(
-    tokenizer: &dyn Tokenizer,
-    episodes: u64,
-    rng: &mut ChaCha8Rng,
-) -> Vec<ScoreRow> {
-    let mut rows = Vec::new();
-    for task in 0..episodes {
-        let mut env = KeyDoor::new(4, 12);
-        let mut obs = env.reset(task);
-        for t in 0..12 {
-            let Some(action) = obs.admissible.choose(rng).cloned() else {
-                break;
-            };
-            rows.push(ScoreRow {
-                context: tokenizer.encode_prompt(&KeyDoorPrompt.build(&obs, &[], t)),
-                target: tokenizer.encode_response(&action),
-            });
-            let outcome = env.step(&action);
-            if outcome.done {
-                break;
-            }
-            obs = outcome.observation;
-        }
-    }
-    rows
-}
-
 fn main() -> Result<()> {
     let iterations: usize = std::env::args()
         .nth(1)
@@ -118,16 +88,17 @@ fn main() -> Result<()> {
     // 1. A word tokenizer over the world's texts and every objective's wording (the built-in
     //    ones and ours), so that no target is `<unk>`.
     let world = || KeyDoor::new(4, 12);
-    let mut objectives = builtin_objectives(world().description());
+    let mut objectives = builtin_objectives(&world());
     objectives.push(Box::new(objective));
     let tokenizer = Arc::new(word_tokenizer(KeyDoor::corpus(), &objectives));
     let ours = objectives.pop().expect("pushed above");
 
-    // 2. A tiny model, warm-started on the reply format.
+    // 2. A tiny model, warm-started on the reply format (a random agent's steps: the world has
+    //    no expert).
     let device = Device::flex().autodiff();
     let model = LmConfig::tiny(tokenizer.vocab_size()).init(&device, 0)?;
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let rows = random_agent_rows(tokenizer.as_ref(), 200, &mut rng);
+    let rows = random_agent_rows(tokenizer.as_ref(), 4, 12, 200, &mut rng);
     let warm_start = BehaviourCloning {
         steps: 150,
         batch_size: 64,

@@ -10,20 +10,17 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use burn::tensor::Device;
-use envrl::{
-    BehaviourCloning, Environment, PromptBuilder, ScoreRow, Tokenizer, Trainer, TrainerConfig,
-};
+use envrl::{BehaviourCloning, Environment, Tokenizer, Trainer, TrainerConfig};
 use envrl_algos::recipe::word_tokenizer;
 use envrl_algos::{
     ActionTarget, AlgorithmConfig, AuxConfig, CausalLm, InverseDynamicsConfig, LmConfig,
     StatePredictionConfig, TransitionFilter, WordTokenizer,
 };
-use envrl_envs::keydoor::{KeyDoor, KeyDoorPrompt};
+use envrl_envs::keydoor::{KeyDoor, random_agent_rows};
 
 use crate::run::envs::keydoor::{Corridor, corridor};
 use crate::run::{Assembly, EnvName, RunConfig};
 use rand::SeedableRng;
-use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
 
 /// Evaluation tasks start here, far from the training ids (held-out seeds).
@@ -74,37 +71,6 @@ pub struct KeyDoorRun {
     pub tokenizer: Arc<WordTokenizer>,
     /// Warm-start loss at the first and last step.
     pub warmup_loss: (f32, f32),
-}
-
-/// Behaviour-cloning examples of a uniformly random admissible-action policy.
-pub fn random_policy_examples(
-    tokenizer: &dyn Tokenizer,
-    rooms: usize,
-    max_steps: usize,
-    episodes: u64,
-    rng: &mut ChaCha8Rng,
-) -> Vec<ScoreRow> {
-    let prompt = KeyDoorPrompt;
-    let mut rows = Vec::new();
-    for task in 0..episodes {
-        let mut env = KeyDoor::new(rooms, max_steps);
-        let mut obs = env.reset(task);
-        for t in 0..max_steps {
-            let Some(action) = obs.admissible.choose(rng).cloned() else {
-                break;
-            };
-            rows.push(ScoreRow {
-                context: tokenizer.encode_prompt(&prompt.build(&obs, &[], t)),
-                target: tokenizer.encode_response(&action),
-            });
-            let outcome = env.step(&action);
-            if outcome.done {
-                break;
-            }
-            obs = outcome.observation;
-        }
-    }
-    rows
 }
 
 /// EnvRL's state prediction and inverse dynamics, worded for the key-and-door world.
@@ -159,7 +125,7 @@ pub fn build_with(
     let model = LmConfig::tiny(tokenizer.vocab_size()).init(&device, seed)?;
 
     let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(1));
-    let examples = random_policy_examples(
+    let examples = random_agent_rows(
         tokenizer.as_ref(),
         settings.rooms,
         settings.trainer.max_steps,

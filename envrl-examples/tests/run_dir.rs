@@ -25,6 +25,21 @@ fn train(dir: &std::path::Path, iterations: usize, extra: &[&str]) -> Output {
     command.args(extra).stdout(Stdio::null()).output().unwrap()
 }
 
+/// The metrics records of a run without their timings (`perf/…`).
+fn records(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut()
+                .unwrap()
+                .retain(|k, _| !k.starts_with("perf/"));
+            v
+        })
+        .collect()
+}
+
 fn iterations(dir: &std::path::Path) -> Vec<u64> {
     std::fs::read_to_string(dir.join("metrics.jsonl"))
         .unwrap()
@@ -93,20 +108,7 @@ fn the_last_checkpoint_is_written_once_and_a_corrupt_one_is_skipped_on_resume() 
     assert_eq!(iterations(&run), vec![0, 1, 2, 3]);
     let straight = dir.path().join("straight");
     assert!(train(&straight, 4, &[]).status.success());
-    let strip = |dir: &std::path::Path| -> Vec<serde_json::Value> {
-        std::fs::read_to_string(dir.join("metrics.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-                v.as_object_mut()
-                    .unwrap()
-                    .retain(|k, _| !k.starts_with("perf/"));
-                v
-            })
-            .collect()
-    };
-    assert_eq!(strip(&run), strip(&straight));
+    assert_eq!(records(&run), records(&straight));
 }
 
 #[test]
@@ -344,20 +346,7 @@ fn a_full_disk_stops_the_run_naming_the_file_and_resume_recovers_it() {
         String::from_utf8_lossy(&resumed.stderr)
     );
     assert_eq!(iterations(&run), vec![0, 1, 2, 3]);
-    let record = |dir: &std::path::Path| -> Vec<serde_json::Value> {
-        std::fs::read_to_string(dir.join("metrics.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-                v.as_object_mut()
-                    .unwrap()
-                    .retain(|k, _| !k.starts_with("perf/"));
-                v
-            })
-            .collect()
-    };
-    assert_eq!(record(&run), record(&straight));
+    assert_eq!(records(&run), records(&straight));
     assert_eq!(
         std::fs::read(run.join("eval.json")).unwrap(),
         std::fs::read(straight.join("eval.json")).unwrap()

@@ -104,6 +104,10 @@ impl ObjectiveConfig for InSequenceConfig {
         &mut self.schedule
     }
 
+    fn transitions_mut(&mut self) -> Option<&mut TransitionFilter> {
+        Some(&mut self.transitions)
+    }
+
     fn set_token_budgets(&mut self, prompt: usize, target: usize) {
         // No prompt of its own: the target budget caps its observation tokens.
         let _ = prompt;

@@ -143,5 +143,9 @@ impl ObjectiveConfig for InverseDynamicsConfig {
     fn set_environment(&mut self, description: &str) {
         self.transitions.environment = description.into();
     }
+
+    fn transitions_mut(&mut self) -> Option<&mut TransitionFilter> {
+        Some(&mut self.transitions)
+    }
 }
 

@@ -31,6 +31,12 @@ pub trait ObjectiveConfig: Clone + Default + PartialEq + std::fmt::Debug {
     /// Names the world in the objective's prompts ([`envrl::Environment::description`]); a
     /// no-op for objectives whose prompts do not name it.
     fn set_environment(&mut self, _description: &str) {}
+
+    /// The transition filter, for objectives that have one (the world's no-op observations are
+    /// added to it).
+    fn transitions_mut(&mut self) -> Option<&mut TransitionFilter> {
+        None
+    }
 }
 
 macro_rules! objectives {
@@ -101,6 +107,24 @@ macro_rules! objectives {
                     $(AuxConfig::$variant(c) => c.set_environment(description),)+
                 }
                 self
+            }
+
+            /// Sets the objective up for a world: its description in the prompts, and its
+            /// no-op observations ([`envrl::Environment::noop_observations`]) added to the
+            /// configured ones.
+            pub fn for_world<E: envrl::Environment + ?Sized>(self, world: &E) -> Self {
+                let mut aux = self.with_environment(world.description());
+                let transitions = match &mut aux {
+                    $(AuxConfig::$variant(c) => c.transitions_mut(),)+
+                };
+                if let Some(filter) = transitions {
+                    for noop in world.noop_observations() {
+                        if !filter.noop_observations.contains(&noop) {
+                            filter.noop_observations.push(noop);
+                        }
+                    }
+                }
+                aux
             }
         }
     };

@@ -22,7 +22,8 @@ pub enum AuxSource {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TransitionFilter {
-    /// The environment's name in the prompt: `ALFRED household` or `WebShop shopping`.
+    /// The environment's name in the prompt ([`envrl::Environment::description`], e.g. `ALFRED
+    /// household`). Default `text-based`.
     pub environment: String,
     /// Which trajectories are used. Default all.
     pub source: AuxSource,
@@ -30,7 +31,9 @@ pub struct TransitionFilter {
     pub drop_invalid: bool,
     /// Drop no-op steps: `obs_next` equal to `obs_t` or to one of `noop_observations`. Default true.
     pub drop_noop: bool,
-    /// Observations that mark a no-op. Default `["Nothing happens."]` (ALFWorld).
+    /// Observations that mark a no-op; the world's own
+    /// ([`envrl::Environment::noop_observations`], ALFWorld's `Nothing happens.`) are added when
+    /// the objective is set up for it. Default none.
     pub noop_observations: Vec<String>,
     /// Keep the terminal transition. Default true.
     pub keep_terminal: bool,
@@ -46,11 +49,11 @@ pub struct TransitionFilter {
 impl Default for TransitionFilter {
     fn default() -> Self {
         Self {
-            environment: "ALFRED household".into(),
+            environment: "text-based".into(),
             source: AuxSource::All,
             drop_invalid: true,
             drop_noop: true,
-            noop_observations: vec!["Nothing happens.".into()],
+            noop_observations: Vec::new(),
             keep_terminal: true,
             examples_per_iteration: 128,
             max_prompt_tokens: 1024,
@@ -197,24 +200,79 @@ mod tests {
         b
     }
 
+    /// The filter as ALFWorld sets it up (`AuxConfig::for_world`): `Nothing happens.` is a no-op.
+    fn alfworld_filter() -> TransitionFilter {
+        TransitionFilter {
+            noop_observations: vec!["Nothing happens.".into()],
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn invalid_and_noop_steps_are_dropped_and_terminal_kept() {
         let b = trajectory();
-        let eligible = TransitionFilter::default().eligible(&b);
+        let eligible = alfworld_filter().eligible(&b);
         let actions: Vec<&str> = eligible.iter().map(|t| t.action).collect();
         assert_eq!(actions, vec!["go to desk 1", "move mug 1 to desk 1"]);
+        // Without the world's no-op observations, only unchanged observations are no-ops.
+        assert_eq!(TransitionFilter::default().eligible(&b).len(), 3);
         let f = TransitionFilter {
             source: AuxSource::FailedOnly,
-            ..Default::default()
+            ..alfworld_filter()
         };
         assert!(f.eligible(&b).is_empty());
         let f = TransitionFilter {
             drop_noop: false,
             drop_invalid: false,
             keep_terminal: false,
-            ..Default::default()
+            ..alfworld_filter()
         };
         assert_eq!(f.eligible(&b).len(), 3);
+    }
+
+    #[test]
+    fn an_objective_set_up_for_a_world_takes_its_description_and_no_ops() {
+        struct World;
+        impl envrl::Environment for World {
+            fn reset(&mut self, _: u64) -> envrl::Observation {
+                envrl::Observation::default()
+            }
+            fn step(&mut self, _: &str) -> envrl::StepOutcome {
+                unreachable!()
+            }
+            fn name(&self) -> &str {
+                "world"
+            }
+            fn description(&self) -> &str {
+                "tiny test"
+            }
+            fn noop_observations(&self) -> Vec<String> {
+                vec!["Nothing happens.".into()]
+            }
+        }
+        let configured = crate::AuxConfig::StatePrediction(crate::StatePredictionConfig {
+            transitions: TransitionFilter {
+                noop_observations: vec!["You wait.".into(), "Nothing happens.".into()],
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let crate::AuxConfig::StatePrediction(c) = configured.for_world(&World) else {
+            unreachable!()
+        };
+        assert_eq!(c.transitions.environment, "tiny test");
+        assert_eq!(
+            c.transitions.noop_observations,
+            ["You wait.", "Nothing happens."]
+        );
+        let default = TransitionFilter::default();
+        assert_eq!(
+            (
+                default.environment.as_str(),
+                default.noop_observations.len()
+            ),
+            ("text-based", 0)
+        );
     }
 
     #[test]
@@ -238,12 +296,29 @@ mod tests {
         ];
         let tok = WordTokenizer::from_corpus(corpus.iter().map(String::as_str));
         let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let sp = StatePrediction::default().examples(&b, &tok, &mut rng);
+        // Both objectives as ALFWorld sets them up (`AuxConfig::for_world`).
+        let transitions = TransitionFilter {
+            environment: "ALFRED household".into(),
+            ..alfworld_filter()
+        };
+        let sp = StatePrediction {
+            config: crate::StatePredictionConfig {
+                transitions: transitions.clone(),
+                ..Default::default()
+            },
+        };
+        let sp = sp.examples(&b, &tok, &mut rng);
         assert_eq!(sp.len(), 2);
         assert_eq!(sp[0].row.context, tok.encode_prompt(&corpus[0]));
         assert_eq!(tok.decode(&sp[0].row.target), "You arrive at desk 1.");
         assert_eq!(sp[0].row.target.last(), Some(&tok.eos_id()));
-        let id = InverseDynamics::default().examples(&b, &tok, &mut rng);
+        let id = InverseDynamics {
+            config: crate::InverseDynamicsConfig {
+                transitions,
+                ..Default::default()
+            },
+        };
+        let id = id.examples(&b, &tok, &mut rng);
         assert_eq!(id[0].row.context, tok.encode_prompt(&corpus[2]));
         assert_eq!(
             tok.decode(&id[0].row.target),

@@ -319,4 +319,8 @@ impl Environment for AlfWorld {
     fn description(&self) -> &str {
         "ALFRED household"
     }
+
+    fn noop_observations(&self) -> Vec<String> {
+        vec![crate::alfworld::render::NOTHING_HAPPENS.to_string()]
+    }
 }

@@ -5,9 +5,11 @@
 //! admissible list are answered with `nothing happens .`. Everything is deterministic given
 //! the task id.
 
+mod demonstrations;
 mod engine;
 mod projection;
 mod prompt;
+pub use demonstrations::*;
 pub use engine::*;
 pub use projection::*;
 pub use prompt::*;

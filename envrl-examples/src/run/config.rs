@@ -627,6 +627,18 @@ mod tests {
     }
 
     #[test]
+    fn the_paper_preset_trains_with_the_library_s_paper_settings() {
+        let preset = RunConfig::preset(Preset::Paper1_5b, Alfworld).unwrap();
+        // The preset adds micro-batching (memory) and checkpoints (a long run) to them.
+        let expected = envrl::TrainerConfig {
+            micro_batch_rows: 8,
+            checkpoint_every: 10,
+            ..envrl::TrainerConfig::paper_alfworld()
+        };
+        assert_eq!(preset.trainer, expected);
+    }
+
+    #[test]
     fn a_partial_config_file_overlays_its_preset() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");

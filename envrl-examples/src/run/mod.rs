@@ -205,11 +205,10 @@ impl envs::WithSetup for Run<'_> {
         let _lock = RunLock::acquire(dir)?;
         let plan = DirPlan::decide(options)?;
         let resume_from = plan.resume_from.clone();
-        // The objectives' prompts name the environment as it describes itself; the written
-        // config says so too.
-        let description = setup.description();
+        // The objectives are set up for the world (its description in their prompts, its no-op
+        // observations); the written config says so too.
         let config = &RunConfig {
-            algorithm: config.algorithm.clone().with_environment(&description),
+            algorithm: config.algorithm.clone().for_world(&(setup.make_env)()),
             ..config.clone()
         };
         if !options.eval_only && resume_from.is_some() {
@@ -227,7 +226,7 @@ impl envs::WithSetup for Run<'_> {
         }
         // Everything that can fail on bad input (config, data, model file, memory) has been
         // checked by now: only here does the run touch its directory.
-        let loaded = model::load(config, &setup, &description, &device, &say)?;
+        let loaded = model::load(config, &setup, &device, &say)?;
         plan.apply(dir)?;
         if !options.eval_only {
             let path = dir.join("config.toml");

@@ -42,12 +42,11 @@ impl LoadedModel {
 /// The tokenizer and the model: the tiny model gets a word tokenizer over everything the
 /// expert's episodes encode and over every built-in objective's prompt words (so that arms
 /// with and without objectives share one vocabulary), to be saved with
-/// [`LoadedModel::save_tokenizer`]; a pretrained model brings its own; `description` is how the objectives' prompts name the world.
+/// [`LoadedModel::save_tokenizer`]; a pretrained model brings its own.
 /// LoRA adapters are added when `config.lora.rank > 0` (`say` reports them).
 pub(crate) fn load<E: Environment>(
     config: &RunConfig,
     setup: &EnvSetup<E>,
-    description: &str,
     device: &Device,
     say: &dyn Fn(String),
 ) -> Result<LoadedModel> {
@@ -55,7 +54,7 @@ pub(crate) fn load<E: Environment>(
         ModelSource::Tiny => {
             let collector = TextCollector::default();
             let demos = (setup.demonstrate)(&collector, config.warmup.episodes);
-            let objectives = builtin_objectives(description);
+            let objectives = builtin_objectives(&(setup.make_env)());
             let tokenizer = word_tokenizer(collector.texts(), &objectives);
             let demonstrations = Some(collector.retokenize(demos, &tokenizer));
             let lm_config = config.tiny.lm_config(tokenizer.vocab_size());

@@ -46,4 +46,11 @@ pub trait Environment: Send {
     fn description(&self) -> &str {
         self.name()
     }
+
+    /// Observations that mean the action changed nothing (ALFWorld's `Nothing happens.`): EnvRL's
+    /// objectives skip such steps, as they skip steps whose observation did not change. By
+    /// default none.
+    fn noop_observations(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -9,16 +9,18 @@ use crate::trainer::LossAggregation;
 
 /// The settings of a training run that do not depend on the algorithm.
 ///
-/// Defaults are the paper's ALFWorld values (ENVRL.md §5). Build one with
-/// [`TrainerConfig::builder`] (validated) or deserialize it (unknown fields are rejected) and call
-/// [`TrainerConfig::validate`].
+/// The default is [`TrainerConfig::small_world`], sized for a small text world and a tiny model
+/// on a CPU; [`TrainerConfig::paper_alfworld`] holds the paper's ALFWorld values (ENVRL.md §5).
+/// Build one with [`TrainerConfig::builder`] (validated; unset fields from the default) or
+/// deserialize it (unknown fields are rejected) and call [`TrainerConfig::validate`]. A cosine
+/// or linear objective weight follows `iterations`: set it to the number of iterations you run.
 ///
 /// ```
 /// let config = envrl::TrainerConfig::builder()
 ///     .with_iterations(10)
 ///     .with_group_size(4)
 ///     .build()?;
-/// assert_eq!(config.groups, 16);
+/// assert_eq!((config.iterations, config.group_size), (10, 4));
 /// # Ok::<(), envrl::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Builder)]
@@ -31,13 +33,13 @@ use crate::trainer::LossAggregation;
 pub struct TrainerConfig {
     /// The one seed every RNG of the run derives from. Default 0.
     pub seed: u64,
-    /// Training iterations T. Default 150.
+    /// Training iterations T (the objectives' λ schedules span them). Default 30.
     pub iterations: usize,
-    /// Tasks sampled per iteration (groups). Default 16.
+    /// Tasks sampled per iteration (groups). Default 8.
     pub groups: usize,
     /// Rollouts per task N. Default 8.
     pub group_size: usize,
-    /// Step limit of an episode. Default 50 (ALFWorld).
+    /// Step limit of an episode. Default 12.
     pub max_steps: usize,
     /// Step rows per optimizer step (mini-batch). Default 256.
     pub mini_batch_rows: usize,
@@ -48,19 +50,19 @@ pub struct TrainerConfig {
     pub micro_batch_rows: usize,
     /// How the actor loss of an optimizer step aggregates its tokens. Default `token-mean`.
     pub loss_aggregation: LossAggregation,
-    /// AdamW learning rate. Default 1e-6.
+    /// AdamW learning rate. Default 3e-4 (a tiny model from scratch).
     pub learning_rate: f64,
-    /// AdamW decoupled weight decay. Default 0.01.
+    /// AdamW decoupled weight decay. Default 0.
     pub weight_decay: f64,
     /// Global gradient-norm clip. Default 1.0.
     pub max_grad_norm: f64,
-    /// Sampling during training rollouts. Default temperature 1, top-p 1, 512 tokens.
+    /// Sampling during training rollouts. Default temperature 1, top-p 1, 16 tokens.
     pub sampling: SamplingParams,
-    /// Sampling during evaluation. Default temperature 0.4 (verl-agent validation).
+    /// Sampling during evaluation. Default temperature 0.4 (verl-agent validation), 16 tokens.
     pub eval_sampling: SamplingParams,
-    /// Evaluate every this many iterations (and before training); 0 disables. Default 5.
+    /// Evaluate every this many iterations (and before training); 0 disables. Default 10.
     pub eval_every: usize,
-    /// Episodes per evaluation. Default 128.
+    /// Episodes per evaluation. Default 64.
     pub eval_episodes: usize,
     /// Save a checkpoint every this many iterations; 0 disables. Default 0.
     pub checkpoint_every: usize,
@@ -77,30 +79,66 @@ pub struct TrainerConfig {
 }
 
 impl Default for TrainerConfig {
+    /// [`TrainerConfig::small_world`].
     fn default() -> Self {
+        Self::small_world()
+    }
+}
+
+impl TrainerConfig {
+    /// A small text world and a tiny model trained from scratch on a CPU (the guide's
+    /// programs): 30 iterations of 8 groups × 8 episodes of at most 12 steps, replies of at most
+    /// 16 tokens, AdamW at 3e-4 without weight decay, evaluation every 10 iterations on 64
+    /// episodes, no checkpoints.
+    pub fn small_world() -> Self {
+        let replies = SamplingParams {
+            max_new_tokens: 16,
+            ..SamplingParams::default()
+        };
         Self {
             seed: 0,
-            iterations: 150,
-            groups: 16,
+            iterations: 30,
+            groups: 8,
             group_size: 8,
-            max_steps: 50,
+            max_steps: 12,
             mini_batch_rows: 256,
             micro_batch_rows: 0,
             loss_aggregation: LossAggregation::TokenMean,
+            learning_rate: 3e-4,
+            weight_decay: 0.0,
+            max_grad_norm: 1.0,
+            sampling: replies.clone(),
+            eval_sampling: SamplingParams {
+                temperature: 0.4,
+                ..replies
+            },
+            eval_every: 10,
+            eval_episodes: 64,
+            checkpoint_every: 0,
+            keep_checkpoints: 2,
+            max_aux_tokens: 8192,
+            grad_diagnostics_every: 0,
+        }
+    }
+
+    /// The paper's ALFWorld run (ENVRL.md §5): 150 iterations of 16 groups × 8 episodes of at
+    /// most 50 steps, replies of at most 512 tokens, AdamW at 1e-6 with weight decay 0.01,
+    /// evaluation every 10 iterations on the 134 games of ALFWorld's unseen split.
+    pub fn paper_alfworld() -> Self {
+        Self {
+            iterations: 150,
+            groups: 16,
+            max_steps: 50,
             learning_rate: 1e-6,
             weight_decay: 0.01,
-            max_grad_norm: 1.0,
             sampling: SamplingParams::default(),
             eval_sampling: SamplingParams {
                 temperature: 0.4,
                 ..SamplingParams::default()
             },
-            eval_every: 5,
-            eval_episodes: 128,
-            checkpoint_every: 0,
-            keep_checkpoints: 2,
-            max_aux_tokens: 8192,
-            grad_diagnostics_every: 0,
+            eval_every: 10,
+            eval_episodes: 134,
+            ..Self::small_world()
         }
     }
 }

@@ -101,7 +101,7 @@ pub fn corridor(c: Corridor) -> EnvSetup<KeyDoor> {
         eval_tasks: (eval_offset..eval_offset + c.eval_tasks).collect(),
         demonstrate: Box::new(move |tokenizer, episodes| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(1));
-            let rows: Vec<ScoreRow> = crate::keydoor::random_policy_examples(
+            let rows: Vec<ScoreRow> = envrl_envs::keydoor::random_agent_rows(
                 tokenizer,
                 rooms,
                 max_steps,
