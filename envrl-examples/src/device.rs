@@ -30,6 +30,14 @@ impl DType {
             DType::F16 => "f16",
         }
     }
+
+    /// Bytes per element.
+    pub fn bytes(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::Bf16 | DType::F16 => 2,
+        }
+    }
 }
 
 /// A `--device` name, parsed: one per Burn backend.

@@ -13,6 +13,7 @@ use burn::tensor::Device;
 use envrl::{BehaviourCloning, SamplingParams, ScoreRow};
 use envrl_algos::{CausalLm, LmConfig, Pretrained, read_hf_config};
 
+use super::bandwidth;
 use crate::cli::DeviceArgs;
 use crate::device::DType;
 use rand::{Rng, SeedableRng};
@@ -229,7 +230,21 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
                 .sum();
         });
         timing.tokens = produced as f64;
-        generation.push((batch, timing));
+        // The same with one new token: the prompt's prefill and the first step, so that the
+        // difference is the decoding of the other tokens alone.
+        let first = SamplingParams {
+            max_new_tokens: 1,
+            ..params
+        };
+        let prefill_only = timed(0, || {
+            model.generate_batch(&prompts, &[], 0, &first, &mut rng);
+        });
+        let decoding = Timing {
+            tokens: (produced.saturating_sub(batch)) as f64,
+            seconds: (timing.seconds - prefill_only.seconds).max(1e-9),
+            cpu_seconds: (timing.cpu_seconds - prefill_only.cpu_seconds).max(0.0),
+        };
+        generation.push((batch, timing, decoding));
     }
 
     let reference = match &bench.python {
@@ -273,16 +288,47 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
             .as_ref()
             .and_then(|r| Timing::from_json(&r["prefill"])),
     );
-    for (batch, timing) in generation {
+    let reference_of = |batch: usize| {
+        reference
+            .as_ref()
+            .and_then(|r| Timing::from_json(&r[format!("generate_b{batch}")]))
+    };
+    for &(batch, timing, _) in &generation {
         row(
             &format!(
                 "generation, batch {batch}, {} + {} tokens, KV cache",
                 bench.prompt_len, bench.new_tokens
             ),
             timing,
-            reference
-                .as_ref()
-                .and_then(|r| Timing::from_json(&r[format!("generate_b{batch}")])),
+            reference_of(batch),
+        );
+    }
+
+    // Decoding reads every weight once per step: how close each rate comes to that bound.
+    let bw = bandwidth::measure(256, 5);
+    let weight_bytes = config.parameter_count() as f64 * dtype.bytes() as f64;
+    println!();
+    println!(
+        "memory bandwidth (STREAM, 3 × 256 MiB, {threads} threads): copy {:.1} GB/s, triad {:.1} \
+         GB/s; weights {:.0} MB ({}) read once per decoding step",
+        bw.copy,
+        bw.triad,
+        weight_bytes / 1e6,
+        dtype.name()
+    );
+    println!();
+    println!(
+        "| decoding alone (the run with 1 new token subtracted) | envrl (tokens/s) | bound at \
+         triad bandwidth | fraction of the bound |"
+    );
+    println!("|---|---|---|---|");
+    for &(batch, _, decoding) in &generation {
+        let bound = bandwidth::decode_bound(weight_bytes, bw.triad, batch);
+        println!(
+            "| batch {batch}, {} tokens per row | {:.0} | {bound:.0} | {:.0} % |",
+            bench.new_tokens.saturating_sub(1),
+            decoding.per_second(),
+            100.0 * decoding.per_second() / bound
         );
     }
     Ok(())

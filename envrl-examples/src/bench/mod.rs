@@ -2,6 +2,7 @@
 //! PyTorch run in the same command).
 
 pub mod alfworld;
+pub mod bandwidth;
 pub mod lm;
 pub mod webshop;
 pub use alfworld::bench_alfworld;
