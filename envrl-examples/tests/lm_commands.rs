@@ -236,3 +236,27 @@ fn benchmarks_run_an_architecture_from_its_config() {
         );
     }
 }
+
+/// `envrl bench iteration` runs a config's iterations in a scratch directory and breaks each
+/// down (rollout, update), from the run's own metrics.
+#[test]
+fn bench_iteration_breaks_an_iteration_down() {
+    let out = Command::new(env!("CARGO_BIN_EXE_envrl"))
+        .args(["bench", "iteration", "keydoor", "--iterations", "2"])
+        .args(["--set", "warmup.steps=5", "--set", "trainer.groups=2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("| iteration | wall s | rollout s | update s"),
+        "{stdout}"
+    );
+    for row in ["| 0 |", "| 1 |", "| mean |"] {
+        assert!(stdout.contains(row), "{row} missing: {stdout}");
+    }
+}

@@ -3,8 +3,10 @@
 
 pub mod alfworld;
 pub mod bandwidth;
+pub mod iteration;
 pub mod lm;
 pub mod webshop;
 pub use alfworld::bench_alfworld;
+pub use iteration::bench_iteration;
 pub use lm::{GenerateBench, TrainBench, bench_generate, bench_train};
 pub use webshop::bench_webshop;

@@ -35,6 +35,11 @@ enum BenchWhat {
     /// Causal-LM training tokens/s (forward, backward, AdamW), next to PyTorch eager on the same
     /// model and shapes with --python.
     Train(TrainBench),
+    /// One training iteration of a run's config, broken down: rollout and update seconds,
+    /// generated and trained tokens/s (the same flags as `envrl train`; 2 iterations unless
+    /// --iterations; evaluation cut to 1 held-out episode and no checkpoints; the warm start runs
+    /// unless `--set warmup.from=DIR` loads one or `--set warmup.steps=0` skips it).
+    Iteration(super::TrainArgs),
     /// ALFWorld engine: steps/s, reset and load times over valid_unseen.
     Alfworld {
         /// The ALFWORLD_DATA directory (holding json_2.1.1/).
@@ -61,6 +66,7 @@ impl BenchArgs {
             } => crate::bench::bench_webshop(&data, seconds, scale_products),
             BenchWhat::Generate(bench) => crate::bench::bench_generate(&bench),
             BenchWhat::Train(bench) => crate::bench::bench_train(&bench),
+            BenchWhat::Iteration(train) => crate::bench::bench_iteration(train),
         }
     }
 }

@@ -10,6 +10,8 @@ mod replay;
 mod train;
 mod webshop;
 
+pub(crate) use train::TrainArgs;
+
 use anyhow::Result;
 use burn::tensor::Device;
 use clap::{Args, Parser, Subcommand};

@@ -104,17 +104,26 @@ impl RunArgs {
 }
 
 impl TrainArgs {
-    /// Trains.
+    /// `--iterations`, when given.
+    pub(crate) fn iterations_flag(&self) -> Option<usize> {
+        self.run.iterations
+    }
+
+    /// The run's config and options; `default_dir` names the run directory when
+    /// `--output-dir` does not.
     ///
     /// # Errors
-    /// As [`crate::run::train`].
-    pub fn run(self) -> Result<()> {
+    /// As [`RunArgs::config`], or when the device is not available.
+    pub(crate) fn into_run(
+        self,
+        default_dir: impl FnOnce(&RunConfig) -> PathBuf,
+    ) -> Result<(RunConfig, RunOptions)> {
         let args = self.run;
         let config = args.config(self.env)?;
         let output_dir = args
             .output_dir
             .clone()
-            .unwrap_or_else(|| default_run_dir(&config, unix_time()));
+            .unwrap_or_else(|| default_dir(&config));
         let options = RunOptions {
             output_dir,
             resume: args.resume,
@@ -125,8 +134,17 @@ impl TrainArgs {
             eval_only: false,
             eval_tag: None,
         };
+        Ok((config, options))
+    }
+
+    /// Trains.
+    ///
+    /// # Errors
+    /// As [`crate::run::train`].
+    pub fn run(self) -> Result<()> {
+        let (config, options) = self.into_run(|config| default_run_dir(config, unix_time()))?;
         let summary = crate::run::train(&config, &options)?;
-        if !args.quiet {
+        if !options.quiet {
             println!("done in {:.0} s", summary.wall_s);
         }
         Ok(())
