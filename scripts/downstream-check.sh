@@ -8,8 +8,9 @@
 #     uses the library crates only.
 # Routes (first argument, default `both`):
 #   path  `envrl = { path = "<clone>/envrl" }`
-#   git   `envrl = { git = "file://<clone>" }` (the clone's committed HEAD, as
-#         `cargo add --git` records it; works offline)
+#   git   `envrl = { git = "file://<repo>" }`, as `cargo add --git` records it, where <repo> is
+#         the clone's committed HEAD in a repository of its own (works offline, and from a
+#         shallow clone)
 # It proves the public API is enough and that the guide works when copied.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,7 +27,19 @@ awk '/^```rust$/ {on=1; next} on && /^```$/ {exit} on {print}' "$ROOT/docs/custo
 for route in $ROUTES; do
   case $route in
     path) dep() { echo "$1 = { path = \"$ROOT/$1\" }"; } ;;
-    git) dep() { echo "$1 = { git = \"file://$ROOT\" }"; } ;;
+    git)
+      # The clone's committed HEAD as a repository of one commit: cargo's git fetch cannot read
+      # a shallow clone (CI's may be one), and this one is complete and offline.
+      if [[ ! -d $WORK/repo ]]; then
+        mkdir -p "$WORK/repo"
+        git -C "$ROOT" archive HEAD | tar -x -C "$WORK/repo"
+        git -C "$WORK/repo" init -q
+        git -C "$WORK/repo" add -A
+        git -C "$WORK/repo" -c user.name=downstream -c user.email=downstream@localhost \
+          commit -q -m "envrl at $(git -C "$ROOT" rev-parse --short HEAD)"
+      fi
+      dep() { echo "$1 = { git = \"file://$WORK/repo\" }"; }
+      ;;
     *) echo "unknown route $route (path, git or both)" >&2; exit 2 ;;
   esac
   crate="$WORK/$route"
