@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use burn::tensor::Device;
 use envrl::{BehaviourCloning, Environment, Tokenizer, Trainer, TrainerConfig};
-use envrl_algos::recipe::word_tokenizer;
+use envrl_algos::recipe::{TrainerRecipe, word_tokenizer};
 use envrl_algos::{
     ActionTarget, AlgorithmConfig, AuxConfig, CausalLm, InverseDynamicsConfig, LmConfig,
     StatePredictionConfig, TransitionFilter, WordTokenizer,
@@ -19,7 +19,7 @@ use envrl_algos::{
 use envrl_envs::keydoor::{KeyDoor, random_agent_rows};
 
 use crate::run::envs::keydoor::{Corridor, corridor};
-use crate::run::{Assembly, EnvName, RunConfig};
+use crate::run::{EnvName, RunConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -152,11 +152,11 @@ pub fn build_with(
         train_tasks: settings.train_tasks,
         eval_tasks: 1000,
     });
-    let (trainer, _) = Assembly {
+    let trainer = TrainerRecipe {
         trainer: &settings.trainer,
         algorithm: &settings.algorithm,
         tokenizer: tokenizer.clone(),
-        setup,
+        env: setup.split().0,
         extra_aux,
     }
     .build(model)?;

@@ -25,9 +25,10 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
 use envrl::{Environment, IterationMetrics, metric_names};
+use envrl_algos::recipe::TrainerRecipe;
 use indicatif::{ProgressBar, ProgressStyle};
 
-pub use assemble::{Assembly, Reporting};
+pub use assemble::Reporting;
 pub use compare::{FinishedRun, compare, comparison_markdown};
 pub use config::{ModelSource, RunConfig, TasksConfig, TinyModelConfig, WarmupConfig, models_dir};
 pub use corpus::TextCollector;
@@ -254,11 +255,12 @@ impl envs::WithSetup for Run<'_> {
                 &say,
             )?;
         }
-        let (trainer, reporting) = Assembly {
+        let (env, reporting) = setup.split();
+        let trainer = TrainerRecipe {
             trainer: &config.trainer,
             algorithm: &config.algorithm,
             tokenizer: loaded.tokenizer.clone(),
-            setup,
+            env,
             extra_aux: Vec::new(),
         }
         .build(model)?;
