@@ -77,7 +77,6 @@ pub struct KeyDoorRun {
 pub fn envrl_objectives() -> Vec<AuxConfig> {
     let transitions = TransitionFilter {
         environment: KeyDoor::default().description().into(),
-        noop_observations: Vec::new(),
         examples_per_iteration: 64,
         ..Default::default()
     };

@@ -177,12 +177,8 @@ impl Critic for LmCritic {
             path: dir.join(file),
             reason,
         };
-        // Read whole into memory, so that the critic never depends on the checkpoint's files.
-        let read = |file: &str| {
-            std::fs::read(dir.join(file))
-                .map(burn::tensor::Bytes::from_bytes_vec)
-                .map_err(|e| fail(file, e.to_string()))
-        };
+        let read =
+            |file: &str| envrl::read_whole(&dir.join(file)).map_err(|e| fail(file, e.to_string()));
         let record = ModuleRecord::from_bytes(read(CRITIC_FILE)?)
             .map_err(|e| fail(CRITIC_FILE, e.to_string()))?;
         self.model = self

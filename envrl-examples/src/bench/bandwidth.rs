@@ -1,8 +1,8 @@
 //! The machine's memory bandwidth, measured STREAM-style, and the decoding speed it allows.
 //!
 //! Decoding reads every weight once per step, whatever the batch, so its speed is bounded by
-//! `batch × bandwidth ÷ weight bytes` tokens/s: `envrl bench generate` prints each measured rate
-//! as a fraction of that bound, for envrl and for PyTorch in the same run.
+//! `batch × bandwidth ÷ weight bytes` tokens/s: `envrl bench generate` prints envrl's decoding
+//! rate as a fraction of that bound, with the bandwidth measured in the same run.
 
 use std::time::Instant;
 

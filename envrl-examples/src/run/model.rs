@@ -97,9 +97,10 @@ pub(crate) fn load<E: Environment>(
 
 /// Refuses a run whose model, optimizer state and rollouts cannot fit in `available` bytes,
 /// before the warm start or the first rollout allocates them: the f32 weights and a reference
-/// copy, gradients and two AdamW moments for every parameter, and the key/value caches of the
-/// `groups × group_size` episodes one iteration plays, each at least `max_new_tokens` long (a
-/// lower bound: prompts come on top).
+/// copy, gradients and two AdamW moments for every parameter (a full fine-tune's need: a LoRA
+/// run, whose optimizer state covers only its adapters, is over-counted), and the key/value
+/// caches of the `groups × group_size` episodes one iteration plays, each at least
+/// `max_new_tokens` long (prompts come on top).
 fn ensure_run_fits(config: &RunConfig, lm: &LmConfig, available: Option<u64>) -> Result<()> {
     lm.ensure_fits(available)?;
     let trainer = &config.trainer;

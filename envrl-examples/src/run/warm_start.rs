@@ -52,10 +52,9 @@ impl WarmStart<'_> {
             let error = |e: &dyn std::fmt::Display| {
                 anyhow::anyhow!("loading the warm start {}: {e}", path.display())
             };
-            // Read whole, so that the run never depends on another run's file after loading.
-            let bytes = std::fs::read(&path).map_err(|e| error(&e))?;
-            let record = ModuleRecord::from_bytes(burn::tensor::Bytes::from_bytes_vec(bytes))
-                .map_err(|e| error(&e))?;
+            // Read whole: the run never depends on another run's file after loading.
+            let bytes = envrl::read_whole(&path).map_err(|e| error(&e))?;
+            let record = ModuleRecord::from_bytes(bytes).map_err(|e| error(&e))?;
             let model = model.try_load_record(record).map_err(|e| error(&e))?;
             say(format!("warm start: loaded {}", path.display()));
             return Ok(model);

@@ -329,13 +329,7 @@ pub fn load_checkpoint<M: Module>(
     verify_checkpoint(path)?;
     let state: CheckpointState =
         serde_json::from_value(value).map_err(|e| fail(STATE_FILE, e.to_string()))?;
-    // Read into memory whole: loaded lazily from the file, the tensors would depend on a file
-    // that a later save or pruning removes.
-    let read = |file: &str| -> Result<Bytes> {
-        std::fs::read(path.join(file))
-            .map(Bytes::from_bytes_vec)
-            .map_err(|e| fail(file, e.to_string()))
-    };
+    let read = |file: &str| read_whole(&path.join(file)).map_err(|e| fail(file, e.to_string()));
     let load_module = |file: &str, module: M| -> Result<M> {
         let record =
             ModuleRecord::from_bytes(read(file)?).map_err(|e| fail(file, e.to_string()))?;
@@ -378,6 +372,16 @@ pub fn latest_checkpoint(dir: &Path) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// A file read whole into memory, for `ModuleRecord::from_bytes` or `ModuleOptimizer::from_bytes`:
+/// what is built from it never depends on the file again, whereas `ModuleRecord::load` reads the
+/// tensors lazily from a file that a later save, pruning or `--force` may remove.
+///
+/// # Errors
+/// When the file cannot be read.
+pub fn read_whole(path: &Path) -> std::io::Result<Bytes> {
+    std::fs::read(path).map(Bytes::from_bytes_vec)
 }
 
 /// Puts a complete checkpoint left as `ckpt-N.tmp` or `ckpt-N.old` by an interrupted save back

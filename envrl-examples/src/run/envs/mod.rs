@@ -36,14 +36,6 @@ pub struct EnvSetup<E: Environment> {
     pub source: String,
 }
 
-impl<E: Environment> EnvSetup<E> {
-    /// How the world names itself in the auxiliary objectives' prompts
-    /// ([`Environment::description`]).
-    pub fn description(&self) -> String {
-        (self.make_env)().description().to_string()
-    }
-}
-
 /// An environment of the programs.
 pub trait ProgramEnv {
     /// The environment type.
@@ -187,7 +179,7 @@ mod tests {
         let config = Preset::CpuTiny.config(EnvName::Keydoor).unwrap();
         let setup = <example::LampsProgram as ProgramEnv>::setup(&config).unwrap();
         assert_eq!(setup.train_tasks.len(), config.tasks.train);
-        assert_eq!(setup.description(), "key-and-door");
+        assert_eq!((setup.make_env)().description(), "key-and-door");
         let delta: toml::Table =
             toml::from_str(example::LampsProgram::preset_delta(Preset::CpuTiny)).unwrap();
         assert!(delta.contains_key("warmup"));
