@@ -31,6 +31,14 @@ pub enum Error {
         /// What is wrong, naming the tensor or key where there is one.
         reason: String,
     },
+    /// An export could not be written or did not verify; nothing is left at the output path.
+    #[error("export to {path}: {reason}")]
+    Export {
+        /// The output path (or the file being written).
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// An algorithm config holds an impossible value.
     #[error("invalid config field `{field}`: {reason}")]
     InvalidConfig {

@@ -29,6 +29,7 @@ mod algorithm;
 mod auxiliary;
 mod critic;
 mod error;
+pub mod export;
 mod gguf;
 mod lm;
 mod loss;
@@ -50,7 +51,7 @@ pub use auxiliary::{
 };
 pub use critic::{CriticConfig, LmCritic, ValueModel, clipped_value_loss};
 pub use error::{Error, Result};
-pub use gguf::{GgufFile, GgufValue, TensorInfo};
+pub use gguf::{GgufFile, GgufTensor, GgufValue, MetaValue, TensorInfo, write_gguf};
 pub use lm::{
     Attention, CausalLm, DecoderLayer, KvCache, LmConfig, Mlp, Qwen2Model, RmsNorm, TokenBatch,
     available_memory, gguf_config, read_hf_config, sample_rows, sample_token, shortfall,

@@ -2,6 +2,7 @@
 //! quantized blocks are dequantized to f32 by `candle-core`'s ggml kernels.
 
 mod reader;
+mod writer;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use candle_core::quantized::ggml_file::qtensor_from_ggml;
 
 use crate::error::{Error, Result};
 pub use reader::{GgufValue, TensorInfo};
+pub use writer::{GgufTensor, MetaValue, write_gguf};
 
 /// A GGUF file read into memory: its metadata and its tensors.
 pub struct GgufFile {

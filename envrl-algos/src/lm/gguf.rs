@@ -78,15 +78,17 @@ pub fn gguf_config(file: &GgufFile) -> Result<LmConfig> {
 
 /// The GGUF name of a Hugging Face parameter name (`model.layers.3.self_attn.q_proj` →
 /// `blk.3.attn_q`).
-fn gguf_name(hf: &str) -> String {
+pub(crate) fn gguf_name(hf: &str) -> String {
     let fixed = match hf {
         "model.embed_tokens.weight" => Some("token_embd.weight"),
         "model.norm.weight" => Some("output_norm.weight"),
-        "lm_head" => Some("output"),
         _ => None,
     };
     if let Some(name) = fixed {
         return name.to_string();
+    }
+    if let Some(suffix) = hf.strip_prefix("lm_head") {
+        return format!("output{suffix}");
     }
     let Some(rest) = hf.strip_prefix("model.layers.") else {
         return hf.to_string();
@@ -110,6 +112,27 @@ fn gguf_name(hf: &str) -> String {
     })
     .unwrap_or_else(|| part.to_string());
     format!("blk.{layer}.{renamed}")
+}
+
+/// llama.cpp's `permute` of q/k rows for its interleaved RoPE (the inverse of
+/// [`unpermute_rows`]): within each head, Hugging Face row `i·(d/2) + j` goes to GGUF row
+/// `2j + i`. `values` is `[rows, cols]`.
+pub(crate) fn permute_rows(values: &[f32], heads: usize, cols: usize) -> Vec<f32> {
+    let rows = values.len() / cols.max(1);
+    let head_dim = rows / heads.max(1);
+    let half = head_dim / 2;
+    let mut out = vec![0.0f32; values.len()];
+    for h in 0..heads {
+        for i in 0..2 {
+            for j in 0..half {
+                let hf_row = h * head_dim + i * half + j;
+                let gguf_row = h * head_dim + 2 * j + i;
+                out[gguf_row * cols..(gguf_row + 1) * cols]
+                    .copy_from_slice(&values[hf_row * cols..(hf_row + 1) * cols]);
+            }
+        }
+    }
+    out
 }
 
 /// Undoes llama.cpp's `permute` of q/k rows: within each head, GGUF row `2j + i` holds Hugging
@@ -255,6 +278,7 @@ mod tests {
         );
         assert_eq!(gguf_name("model.layers.3.mlp.down_proj"), "blk.3.ffn_down");
         assert_eq!(gguf_name("lm_head"), "output");
+        assert_eq!(gguf_name("lm_head.weight"), "output.weight");
     }
 
     /// llama.cpp's `permute`: reshape(heads, 2, d/2, cols) → swap axes 1 and 2 → reshape back.
@@ -281,6 +305,7 @@ mod tests {
         let values: Vec<f32> = (0..heads * head_dim * cols).map(|v| v as f32).collect();
         let permuted = permute(&values, heads, cols);
         assert_ne!(permuted, values);
+        assert_eq!(permute_rows(&values, heads, cols), permuted);
         assert_eq!(unpermute_rows(&permuted, heads, cols), values);
         // Row 1 of head 0 in GGUF order is Hugging Face row d/2 (the second rotary half).
         assert_eq!(permuted[cols], values[(head_dim / 2) * cols]);

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use burn::module::Param;
 use burn::nn::Linear;
 use burn::tensor::Device;
+use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
@@ -152,6 +153,32 @@ fn weight_files(dir: &Path) -> Result<Vec<PathBuf>> {
     }
 }
 
+/// A safetensors tensor's values as f32 (from f32, f16 or bf16); `path` and `name` name it in
+/// errors.
+pub(crate) fn view_f32(view: &TensorView<'_>, path: &Path, name: &str) -> Result<Vec<f32>> {
+    let data = view.data();
+    Ok(match view.dtype() {
+        Dtype::F32 => data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        Dtype::F16 => data
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        Dtype::BF16 => data
+            .chunks_exact(2)
+            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        other => {
+            return Err(model_error(
+                path,
+                format!("tensor `{name}` has dtype {other:?} (f32, f16, bf16 supported)"),
+            ));
+        }
+    })
+}
+
 /// Tensors read from safetensors files, converted to f32 on demand.
 struct HfWeights {
     files: Vec<(PathBuf, Vec<u8>)>,
@@ -204,28 +231,7 @@ impl HfWeights {
                 ),
             ));
         }
-        let data = view.data();
-        let values = match view.dtype() {
-            Dtype::F32 => data
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-            Dtype::F16 => data
-                .chunks_exact(2)
-                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            Dtype::BF16 => data
-                .chunks_exact(2)
-                .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            other => {
-                return Err(model_error(
-                    path,
-                    format!("tensor `{name}` has dtype {other:?} (f32, f16, bf16 supported)"),
-                ));
-            }
-        };
-        Ok(values)
+        view_f32(&view, path, name)
     }
 
     /// `[rows, cols]` of the file, transposed to `[cols, rows]`.

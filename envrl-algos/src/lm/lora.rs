@@ -36,18 +36,50 @@ impl CausalLm {
 
     /// Every attention and MLP projection, layer by layer.
     fn projections(&self) -> impl Iterator<Item = &Linear> {
-        self.model.layers.iter().flat_map(|layer| {
+        self.named_projections()
+            .into_iter()
+            .map(|(_, linear)| linear)
+    }
+
+    /// [`CausalLm::named_projections`], mutably.
+    pub(crate) fn projections_mut(&mut self) -> Vec<(String, &mut Linear)> {
+        let mut out = Vec::with_capacity(7 * self.model.layers.len());
+        for (i, layer) in self.model.layers.iter_mut().enumerate() {
+            let (a, m) = (&mut layer.self_attn, &mut layer.mlp);
+            for (part, linear) in [
+                ("self_attn.q_proj", &mut a.q_proj),
+                ("self_attn.k_proj", &mut a.k_proj),
+                ("self_attn.v_proj", &mut a.v_proj),
+                ("self_attn.o_proj", &mut a.o_proj),
+                ("mlp.gate_proj", &mut m.gate_proj),
+                ("mlp.up_proj", &mut m.up_proj),
+                ("mlp.down_proj", &mut m.down_proj),
+            ] {
+                out.push((format!("model.layers.{i}.{part}"), linear));
+            }
+        }
+        out
+    }
+
+    /// Every attention and MLP projection with its Hugging Face name
+    /// (`model.layers.0.self_attn.q_proj`), layer by layer.
+    pub(crate) fn named_projections(&self) -> Vec<(String, &Linear)> {
+        let mut out = Vec::with_capacity(7 * self.model.layers.len());
+        for (i, layer) in self.model.layers.iter().enumerate() {
             let (a, m) = (&layer.self_attn, &layer.mlp);
-            [
-                &a.q_proj,
-                &a.k_proj,
-                &a.v_proj,
-                &a.o_proj,
-                &m.gate_proj,
-                &m.up_proj,
-                &m.down_proj,
-            ]
-        })
+            for (part, linear) in [
+                ("self_attn.q_proj", &a.q_proj),
+                ("self_attn.k_proj", &a.k_proj),
+                ("self_attn.v_proj", &a.v_proj),
+                ("self_attn.o_proj", &a.o_proj),
+                ("mlp.gate_proj", &m.gate_proj),
+                ("mlp.up_proj", &m.up_proj),
+                ("mlp.down_proj", &m.down_proj),
+            ] {
+                out.push((format!("model.layers.{i}.{part}"), linear));
+            }
+        }
+        out
     }
 }
 

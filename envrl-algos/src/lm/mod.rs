@@ -3,7 +3,7 @@
 
 mod config;
 mod generate;
-mod gguf;
+pub(crate) mod gguf;
 mod hf;
 pub(crate) mod init;
 pub(crate) mod kernels;
@@ -11,6 +11,7 @@ mod kv_cache;
 mod lora;
 mod mask;
 mod memory;
+mod peft;
 mod policy;
 mod qwen2;
 mod rope;

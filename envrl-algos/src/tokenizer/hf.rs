@@ -15,6 +15,7 @@ struct TokenizerConfig {
     chat_template: Option<String>,
     eos_token: Option<serde_json::Value>,
     pad_token: Option<serde_json::Value>,
+    unk_token: Option<serde_json::Value>,
 }
 
 /// A token named in `tokenizer_config.json`: a string or `{"content": ...}`.
@@ -30,8 +31,11 @@ pub struct HfTokenizer {
     inner: tokenizers::Tokenizer,
     /// The compiled chat template (compiled once: every prompt of a rollout renders it).
     chat: Option<Environment<'static>>,
+    /// Its source, written again by an export.
+    chat_template: Option<String>,
     eos: u32,
     pad: u32,
+    unk: Option<u32>,
     path: PathBuf,
 }
 
@@ -83,13 +87,15 @@ impl HfTokenizer {
         let pad = token_name(&config.pad_token)
             .and_then(|p| id(&p))
             .unwrap_or(eos);
-        Self::new(
+        let unk = token_name(&config.unk_token).and_then(|u| id(&u));
+        Ok(Self::new(
             inner,
             config.chat_template.as_deref(),
             eos,
             pad,
             &config_path,
-        )
+        )?
+        .with_unk(unk))
     }
 
     /// Wraps a built tokenizer; `path` names the file the chat template came from in errors.
@@ -107,10 +113,27 @@ impl HfTokenizer {
         Ok(Self {
             inner,
             chat,
+            chat_template: chat_template.map(str::to_string),
             eos,
             pad,
+            unk: None,
             path: path.to_path_buf(),
         })
+    }
+
+    /// The same tokenizer with `unk` as its unknown-word token.
+    pub(crate) fn with_unk(self, unk: Option<u32>) -> Self {
+        Self { unk, ..self }
+    }
+
+    /// The wrapped `tokenizers` tokenizer (its `tokenizer.json`).
+    pub fn inner(&self) -> &tokenizers::Tokenizer {
+        &self.inner
+    }
+
+    /// The chat template's source, if the tokenizer has one.
+    pub fn chat_template(&self) -> Option<&str> {
+        self.chat_template.as_deref()
     }
 
     fn environment(source: &str) -> std::result::Result<Environment<'static>, minijinja::Error> {
@@ -184,6 +207,10 @@ impl Tokenizer for HfTokenizer {
 
     fn pad_id(&self) -> u32 {
         self.pad
+    }
+
+    fn unk_id(&self) -> Option<u32> {
+        self.unk
     }
 
     /// The user message wrapped by the chat template with the generation prompt.

@@ -11,7 +11,7 @@ pub const PAD_TOKEN: u32 = 0;
 pub const EOS_TOKEN: u32 = 1;
 /// Id of the unknown-word token.
 pub const UNK_TOKEN: u32 = 2;
-const SPECIALS: [&str; 3] = ["<pad>", "<eos>", "<unk>"];
+pub(crate) const SPECIALS: [&str; 3] = ["<pad>", "<eos>", "<unk>"];
 
 /// A word-level tokenizer built from a corpus, for from-scratch models.
 ///
@@ -60,6 +60,12 @@ impl WordTokenizer {
             .map(|(i, w)| (w.clone(), i as u32))
             .collect();
         Self { words, index }
+    }
+
+    /// The vocabulary, by id: `<pad>`, `<eos>`, `<unk>`, then the pieces (a leading `▁` marks
+    /// a piece that follows whitespace).
+    pub fn words(&self) -> &[String] {
+        &self.words
     }
 
     /// Writes the vocabulary as JSON.

@@ -1,0 +1,129 @@
+//! A model's weights as host values under Hugging Face names and layouts (`[out, in]`
+//! projections), with LoRA adapters merged, or the adapters alone under PEFT's names.
+
+use burn::tensor::Tensor;
+
+use crate::error::{Error, Result};
+use crate::lm::CausalLm;
+
+/// One tensor on the host: its name, shape (outermost first) and f32 values.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NamedTensor {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub values: Vec<f32>,
+}
+
+fn host<const D: usize>(tensor: Tensor<D>) -> Result<Vec<f32>> {
+    tensor
+        .into_data()
+        .try_into_vec_as::<f32>()
+        .map_err(|e| Error::Export {
+            path: Default::default(),
+            reason: format!("reading a weight: {e:?}"),
+        })
+}
+
+/// `[rows, cols]` → `[cols, rows]`.
+fn transposed<const D: usize>(name: String, tensor: Tensor<D>) -> Result<NamedTensor> {
+    let dims = tensor.dims();
+    let (rows, cols) = (dims[0], dims[1]);
+    let values = crate::lm::init::transpose(&host(tensor)?, rows, cols);
+    Ok(NamedTensor {
+        name,
+        shape: vec![cols, rows],
+        values,
+    })
+}
+
+fn plain<const D: usize>(name: String, tensor: Tensor<D>) -> Result<NamedTensor> {
+    let shape = tensor.dims().to_vec();
+    Ok(NamedTensor {
+        name,
+        shape,
+        values: host(tensor)?,
+    })
+}
+
+/// Every weight under its Hugging Face name, in the order of a Hugging Face checkpoint: the
+/// embedding, each layer's projections (`[out, in]`, LoRA adapters merged: what the model
+/// computes with), biases and norms, the final norm, and the output layer when untied.
+pub(crate) fn hf_tensors(model: &CausalLm) -> Result<Vec<NamedTensor>> {
+    let mut out = vec![plain(
+        "model.embed_tokens.weight".into(),
+        model.model.embed_tokens.val(),
+    )?];
+    let projections = model.named_projections();
+    for (i, layer) in model.model.layers.iter().enumerate() {
+        for (name, linear) in projections.iter().skip(7 * i).take(7) {
+            out.push(transposed(format!("{name}.weight"), linear.weight.val())?);
+            if let Some(bias) = &linear.bias {
+                out.push(plain(format!("{name}.bias"), bias.val())?);
+            }
+        }
+        let prefix = format!("model.layers.{i}");
+        out.push(plain(
+            format!("{prefix}.input_layernorm.weight"),
+            layer.input_layernorm.weight.val(),
+        )?);
+        out.push(plain(
+            format!("{prefix}.post_attention_layernorm.weight"),
+            layer.post_attention_layernorm.weight.val(),
+        )?);
+    }
+    out.push(plain(
+        "model.norm.weight".into(),
+        model.model.norm.weight.val(),
+    )?);
+    if let Some(head) = &model.lm_head {
+        out.push(transposed("lm_head.weight".into(), head.weight.val())?);
+    }
+    Ok(out)
+}
+
+/// A model's LoRA adapters: their rank, `alpha` (scale × rank) and the projections they adapt.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Adapters {
+    pub rank: usize,
+    pub alpha: f64,
+    /// `q_proj`, `k_proj`, … (PEFT's `target_modules`).
+    pub targets: Vec<String>,
+    /// `lora_A` (`[rank, in]`) and `lora_B` (`[out, rank]`) of every adapted projection, under
+    /// PEFT's names (`base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight`).
+    pub tensors: Vec<NamedTensor>,
+}
+
+/// The adapters of a LoRA model in PEFT's layout; `None` without adapters. Burn's adapter holds
+/// `a: [in, rank]`, `b: [rank, out]` with `W' = W + scale·a·b` in `[in, out]` layout; PEFT's
+/// `lora_A = aᵀ`, `lora_B = bᵀ` give `W'ᵀ = Wᵀ + scale·lora_B·lora_A`.
+pub(crate) fn peft_adapters(model: &CausalLm) -> Result<Option<Adapters>> {
+    let mut tensors = Vec::new();
+    let mut targets: Vec<String> = Vec::new();
+    let mut shape = None;
+    for (name, linear) in model.named_projections() {
+        let Some(adapter) = linear.weight.adapter() else {
+            continue;
+        };
+        let rank = adapter.a.lazy_shape().dims::<2>()[1];
+        shape = Some((rank, adapter.scale * rank as f64));
+        let module = name.rsplit('.').next().unwrap_or_default().to_string();
+        if !targets.contains(&module) {
+            targets.push(module);
+        }
+        let peft = format!("base_model.model.{name}");
+        tensors.push(transposed(
+            format!("{peft}.lora_A.weight"),
+            adapter.a.val(),
+        )?);
+        tensors.push(transposed(
+            format!("{peft}.lora_B.weight"),
+            adapter.b.val(),
+        )?);
+    }
+    Ok(shape.map(|(rank, alpha)| Adapters {
+        rank,
+        alpha,
+        targets,
+        tensors,
+    }))
+}
