@@ -225,6 +225,7 @@ impl Export<'_> {
                 "already exists and is not an empty directory (remove it or choose another)",
             ));
         }
+        self.ensure_possible(options, output)?;
         let name = output
             .file_name()
             .ok_or_else(|| export_error(output, "has no directory name"))?;
@@ -267,6 +268,32 @@ impl Export<'_> {
         })
     }
 
+    /// Refuses, naming `output`, an export that cannot be made: a PEFT adapter of a model
+    /// without adapters or without a base model on disk.
+    fn ensure_possible(&self, options: &ExportOptions, output: &Path) -> Result<()> {
+        let peft_possible = self.model.adapter_parameters() > 0 && self.base_model.is_some();
+        if options.format == ExportFormat::Peft && !peft_possible {
+            return Err(self.peft_refusal(output));
+        }
+        Ok(())
+    }
+
+    fn peft_refusal(&self, output: &Path) -> Error {
+        if self.model.adapter_parameters() == 0 {
+            export_error(
+                output,
+                "the model has no LoRA adapters: a PEFT export needs a LoRA run (use --format \
+                 hf for a full fine-tune)",
+            )
+        } else {
+            export_error(
+                output,
+                "a PEFT adapter needs its base model on disk, and this model was trained from \
+                 scratch (use --format hf)",
+            )
+        }
+    }
+
     /// The context length: the option, else the base model's, else 2048.
     fn context_length(&self, options: &ExportOptions) -> usize {
         options
@@ -298,20 +325,11 @@ impl Export<'_> {
                 )
             }
             ExportFormat::Peft => {
-                let adapters = tensors::peft_adapters(self.model)?.ok_or_else(|| {
-                    export_error(
-                        dir,
-                        "the model has no LoRA adapters: a PEFT export needs a LoRA run (use \
-                         --format hf for a full fine-tune)",
-                    )
-                })?;
-                let base = self.base_model.ok_or_else(|| {
-                    export_error(
-                        dir,
-                        "a PEFT adapter needs its base model on disk, and this model was \
-                         trained from scratch (use --format hf)",
-                    )
-                })?;
+                let (Some(adapters), Some(base)) =
+                    (tensors::peft_adapters(self.model)?, self.base_model)
+                else {
+                    return Err(self.peft_refusal(dir));
+                };
                 let mut files = hf::write_adapter_dir(dir, &adapters, base, options.dtype)?;
                 let path = dir.join("tokenizer.json");
                 hf::write_json(&path, &self.tokenizer.tokenizer_json()?)?;

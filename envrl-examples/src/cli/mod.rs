@@ -5,6 +5,7 @@
 mod bench;
 mod compare;
 mod eval;
+mod export;
 mod lm;
 mod replay;
 mod train;
@@ -32,6 +33,9 @@ enum Command {
     Train(train::TrainArgs),
     /// Evaluate the latest checkpoint of a run directory on its held-out tasks.
     Eval(eval::EvalArgs),
+    /// Export a run's trained model: a Hugging Face directory, a PEFT adapter or a GGUF file,
+    /// each loaded back and checked against the checkpoint before it is put in place.
+    Export(export::ExportArgs),
     /// Replay recorded action lists through an environment engine.
     Replay(replay::ReplayArgs),
     /// Inspect a model: logits of token rows, or a generation.
@@ -56,6 +60,7 @@ impl Cli {
         match self.command {
             Command::Train(args) => args.run(),
             Command::Eval(args) => args.run(),
+            Command::Export(args) => args.run(),
             Command::Replay(args) => args.run(),
             Command::Lm(args) => args.run(),
             Command::Webshop(args) => args.run(),

@@ -13,6 +13,7 @@ mod config;
 mod corpus;
 pub mod envs;
 mod evaluation;
+mod export;
 mod model;
 mod presets;
 mod report;
@@ -34,6 +35,7 @@ pub use config::{ModelSource, RunConfig, TasksConfig, TinyModelConfig, WarmupCon
 pub use corpus::TextCollector;
 pub use envs::alfworld::setup_from as alfworld_from;
 pub use envs::{EnvName, EnvSetup, ProgramEnv};
+pub use export::{checkpoint_to_export, export_run};
 pub use presets::Preset;
 pub use report::{
     EpisodeOutcome, EvalRow, episode_outcomes, episode_transcripts, eval_markdown, eval_table,
@@ -159,6 +161,22 @@ pub fn evaluate(
     train(&config, &options)
 }
 
+/// Evaluates the model of `config.model` as it is (no warm start, no training) on the held-out
+/// tasks of `config`, writing `eval.md`, `eval.json` and the episodes into
+/// `options.output_dir`: a pretrained model, or an export of a trained one.
+///
+/// # Errors
+/// As [`train`].
+pub fn evaluate_model(config: &RunConfig, options: &RunOptions) -> Result<RunSummary> {
+    let options = RunOptions {
+        resume: false,
+        allow_config_change: false,
+        eval_only: true,
+        ..options.clone()
+    };
+    train(config, &options)
+}
+
 /// The metrics of a run directory, in order.
 ///
 /// # Errors
@@ -236,7 +254,8 @@ impl envs::WithSetup for Run<'_> {
             loaded.save_tokenizer(dir)?;
         }
         let mut model = loaded.model;
-        if resume_from.is_none() {
+        // An evaluation of a model file (`envrl eval --model`) plays it as loaded.
+        if resume_from.is_none() && !options.eval_only {
             let warm_start = warm_start::WarmStart {
                 config,
                 dir,
@@ -290,7 +309,7 @@ impl envs::WithSetup for Run<'_> {
                 ));
                 None
             }
-            None if loop_measures_before => None,
+            None if loop_measures_before || options.eval_only => None,
             None => {
                 let success = evaluation.run(trainer).last().map_or(0.0, |r| r.success);
                 say(format!(

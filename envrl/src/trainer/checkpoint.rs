@@ -354,6 +354,32 @@ pub fn load_checkpoint<M: Module>(
     })
 }
 
+/// Loads only the trained model of a checkpoint directory into `model` (of the run's
+/// architecture), after verifying the directory: what an export or an evaluation needs, without
+/// the optimizer's or the reference's state.
+///
+/// # Errors
+/// [`Error::Checkpoint`] when the directory is missing, does not verify, or its model does not
+/// fit `model`.
+pub fn load_checkpoint_model<M: Module>(path: &Path, model: M) -> Result<M> {
+    let fail = |reason: String| Error::Checkpoint {
+        path: path.join(MODEL_FILE),
+        reason,
+    };
+    if !path.is_dir() {
+        return Err(Error::Checkpoint {
+            path: path.to_path_buf(),
+            reason: "no such checkpoint directory".into(),
+        });
+    }
+    verify_checkpoint(path)?;
+    let bytes = read_whole(&path.join(MODEL_FILE)).map_err(|e| fail(e.to_string()))?;
+    let record = ModuleRecord::from_bytes(bytes).map_err(|e| fail(e.to_string()))?;
+    model
+        .try_load_record(record)
+        .map_err(|e| fail(e.to_string()))
+}
+
 /// The most recent complete checkpoint in `dir`: for each iteration from the newest, `ckpt-N`
 /// if it verifies, else a complete `ckpt-N.tmp` or `ckpt-N.old` left by a save that was
 /// interrupted between its renames. Incomplete or corrupt ones are skipped with a warning.

@@ -1,0 +1,95 @@
+//! `envrl export`: a run directory's trained model (its latest good checkpoint, or a chosen
+//! one) rebuilt as the run built it and handed to [`envrl_algos::export::Export`].
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use burn::tensor::Device;
+use envrl::{latest_checkpoint, load_checkpoint_model};
+use envrl_algos::export::{Export, ExportOptions, ExportReport, ExportTokenizer};
+use envrl_algos::{CausalLm, LmConfig, Pretrained, WordTokenizer};
+
+use super::config::{ModelSource, RunConfig};
+
+/// The checkpoint to export: `dir/checkpoints/<name>`, or the latest good one.
+///
+/// # Errors
+/// When the named checkpoint does not exist, or the run has none.
+pub fn checkpoint_to_export(dir: &Path, name: Option<&str>) -> Result<PathBuf> {
+    let checkpoints = dir.join("checkpoints");
+    match name {
+        Some(name) => {
+            let path = checkpoints.join(name);
+            if !path.is_dir() {
+                bail!("{}: no such checkpoint", path.display());
+            }
+            Ok(path)
+        }
+        None => latest_checkpoint(&checkpoints).with_context(|| {
+            format!(
+                "{} holds no complete checkpoint (a run writes one every \
+                 trainer.checkpoint_every iterations and at its end)",
+                checkpoints.display()
+            )
+        }),
+    }
+}
+
+/// Exports the model of the run in `dir` (`checkpoint`: a checkpoint's directory name, else the
+/// latest good one) to `output`.
+///
+/// # Errors
+/// When the run's config, tokenizer, model file or checkpoint cannot be read, or the export
+/// fails (see [`Export::write`]).
+pub fn export_run(
+    dir: &Path,
+    checkpoint: Option<&str>,
+    options: &ExportOptions,
+    output: &Path,
+) -> Result<ExportReport> {
+    let config = RunConfig::from_toml_file(&dir.join("config.toml"))?;
+    let checkpoint = checkpoint_to_export(dir, checkpoint)?;
+    let device = Device::flex();
+    enum Tok {
+        Word(WordTokenizer),
+        Hf(envrl_algos::HfTokenizer),
+    }
+    let (model, lm_config, tokenizer): (CausalLm, LmConfig, Tok) = match &config.model {
+        ModelSource::Tiny => {
+            let path = dir.join("tokenizer.json");
+            let tokenizer = WordTokenizer::load(&path)?;
+            let lm = config
+                .tiny
+                .lm_config(envrl::Tokenizer::vocab_size(&tokenizer));
+            (
+                lm.init(&device, config.trainer.seed)?,
+                lm,
+                Tok::Word(tokenizer),
+            )
+        }
+        ModelSource::Gguf(path) | ModelSource::HfDir(path) => {
+            let p = Pretrained::load(path, &device)?;
+            (p.model, p.config, Tok::Hf(p.tokenizer))
+        }
+    };
+    let model = match config.lora.rank {
+        0 => model,
+        rank => model.with_lora(rank, config.lora.alpha, config.trainer.seed),
+    };
+    let model = load_checkpoint_model(&checkpoint, model)?;
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "envrl".into());
+    let export = Export {
+        model: &model,
+        config: &lm_config,
+        tokenizer: match &tokenizer {
+            Tok::Word(t) => ExportTokenizer::Word(t),
+            Tok::Hf(t) => ExportTokenizer::Hf(t),
+        },
+        base_model: config.model.path(),
+        name: &name,
+    };
+    Ok(export.write(options, output)?)
+}
