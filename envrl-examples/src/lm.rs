@@ -200,7 +200,7 @@ pub enum GenerateInput {
     Ids(Vec<u32>),
 }
 
-/// Generates and prints the new tokens' ids and text.
+/// Generates and prints the prompt's ids, then the new tokens' ids and text.
 ///
 /// # Errors
 /// When the model or its tokenizer cannot be read.
@@ -225,6 +225,10 @@ pub fn generate(
             }
         }
     };
+    println!(
+        "prompt ids: {}",
+        ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+    );
     let stop: Vec<u32> = tokenizer.as_ref().map(|t| t.stop_ids()).unwrap_or_default();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let generation = lm.generate(&[ids], &stop, params, &mut rng).remove(0);

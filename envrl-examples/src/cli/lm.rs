@@ -38,7 +38,7 @@ enum LmWhat {
     /// of equal-length token-id lists); --output gets {"loss": f, "grads": {hf_name: [values]}}
     /// in Hugging Face layout.
     Grad(RowsArgs),
-    /// Generate from a prompt or token ids; prints the new ids and text.
+    /// Generate from a prompt or token ids; prints the prompt's ids, the new ids and text.
     Generate(GenerateArgs),
 }
 

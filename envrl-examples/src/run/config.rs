@@ -87,6 +87,10 @@ pub struct TinyModelConfig {
     pub heads: usize,
     /// Key/value heads.
     pub kv_heads: usize,
+    /// Biases on the q/k/v projections: true is the Qwen2 architecture, false Llama's.
+    pub attention_bias: bool,
+    /// The output layer shares the token embedding's weights.
+    pub tie_word_embeddings: bool,
 }
 
 impl Default for TinyModelConfig {
@@ -97,6 +101,8 @@ impl Default for TinyModelConfig {
             layers: 2,
             heads: 4,
             kv_heads: 2,
+            attention_bias: true,
+            tie_word_embeddings: true,
         }
     }
 }
@@ -112,6 +118,8 @@ impl TinyModelConfig {
             self.heads,
             self.kv_heads,
         )
+        .with_attention_bias(self.attention_bias)
+        .with_tie_word_embeddings(self.tie_word_embeddings)
     }
 }
 
