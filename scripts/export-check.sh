@@ -50,8 +50,8 @@ if [ -f "$SMOLLM2" ]; then
   "$ENVRL" train alfworld --preset smollm2-135m --quiet --output-dir "$WORK/smollm2" \
     --model "$SMOLLM2" --set trainer.iterations=1 --set trainer.groups=1 --set trainer.group_size=2 \
     --set trainer.eval_every=0 --set trainer.eval_episodes=1 --set tasks.eval=1 \
-    --set warmup.steps=4 --set warmup.episodes=4 --set trainer.sampling.max_new_tokens=24 \
-    --set trainer.max_steps=3
+    --set warmup.steps=4 --set warmup.episodes=4 --set trainer.sampling.max_new_tokens=48 \
+    --set trainer.max_steps=3 --set lora.rank=8 --set lora.alpha=16
   "$ENVRL" export "$WORK/smollm2" --format hf --output "$WORK/smollm2-hf"
   "$ENVRL" export "$WORK/smollm2" --format peft --output "$WORK/smollm2-peft"
   "$ENVRL" export "$WORK/smollm2" --format gguf --quant q8_0 --output "$WORK/smollm2-q8"

@@ -92,15 +92,10 @@ pub(crate) fn shards(
     out
 }
 
-/// The Hugging Face `config.json` of `config`: `qwen2` when the q/k/v projections have biases,
-/// else `llama`.
-pub(crate) fn config_json(
-    config: &LmConfig,
-    dtype: WeightDtype,
-    context: usize,
-    eos: u32,
-    pad: u32,
-) -> Value {
+/// The Hugging Face `config.json` of `config` for a context of `context` positions: `qwen2`
+/// when the q/k/v projections have biases, else `llama` (transformers builds the same model from
+/// it; an export adds `torch_dtype` and the special tokens).
+pub fn hf_config_json(config: &LmConfig, context: usize) -> Value {
     let qwen2 = config.attention_bias;
     let mut value = json!({
         "architectures": [if qwen2 { "Qwen2ForCausalLM" } else { "LlamaForCausalLM" }],
@@ -121,9 +116,6 @@ pub(crate) fn config_json(
         "initializer_range": config.initializer_range,
         "attention_dropout": 0.0,
         "use_cache": true,
-        "torch_dtype": dtype.torch_name(),
-        "eos_token_id": eos,
-        "pad_token_id": pad,
     });
     if qwen2 {
         value["use_sliding_window"] = json!(false);
@@ -154,10 +146,11 @@ pub(crate) fn write_model_dir(
         files.push(path);
         Ok(())
     };
-    json_file(
-        "config.json",
-        &config_json(export.config, dtype, context, tok.eos_id(), tok.pad_id()),
-    )?;
+    let mut config = hf_config_json(export.config, context);
+    config["torch_dtype"] = json!(dtype.torch_name());
+    config["eos_token_id"] = json!(tok.eos_id());
+    config["pad_token_id"] = json!(tok.pad_id());
+    json_file("config.json", &config)?;
     json_file(
         "generation_config.json",
         &json!({"eos_token_id": tok.stop_ids(), "pad_token_id": tok.pad_id()}),

@@ -38,6 +38,7 @@ mod verify;
 
 use std::path::{Path, PathBuf};
 
+pub use hf::hf_config_json;
 pub use tokenizer::ExportTokenizer;
 
 use crate::error::{Error, Result};

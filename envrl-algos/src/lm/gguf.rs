@@ -118,26 +118,17 @@ pub(crate) fn gguf_name(hf: &str) -> String {
 /// [`unpermute_rows`]): within each head, Hugging Face row `i·(d/2) + j` goes to GGUF row
 /// `2j + i`. `values` is `[rows, cols]`.
 pub(crate) fn permute_rows(values: &[f32], heads: usize, cols: usize) -> Vec<f32> {
-    let rows = values.len() / cols.max(1);
-    let head_dim = rows / heads.max(1);
-    let half = head_dim / 2;
-    let mut out = vec![0.0f32; values.len()];
-    for h in 0..heads {
-        for i in 0..2 {
-            for j in 0..half {
-                let hf_row = h * head_dim + i * half + j;
-                let gguf_row = h * head_dim + 2 * j + i;
-                out[gguf_row * cols..(gguf_row + 1) * cols]
-                    .copy_from_slice(&values[hf_row * cols..(hf_row + 1) * cols]);
-            }
-        }
-    }
-    out
+    move_qk_rows(values, heads, cols, true)
 }
 
 /// Undoes llama.cpp's `permute` of q/k rows: within each head, GGUF row `2j + i` holds Hugging
 /// Face row `i·(d/2) + j` (i ∈ {0, 1}, d = head width). `values` is `[rows, cols]`.
 fn unpermute_rows(values: &[f32], heads: usize, cols: usize) -> Vec<f32> {
+    move_qk_rows(values, heads, cols, false)
+}
+
+/// Moves each head's rows between the Hugging Face order and llama.cpp's (`to_gguf`) or back.
+fn move_qk_rows(values: &[f32], heads: usize, cols: usize, to_gguf: bool) -> Vec<f32> {
     let rows = values.len() / cols.max(1);
     let head_dim = rows / heads.max(1);
     let half = head_dim / 2;
@@ -147,8 +138,13 @@ fn unpermute_rows(values: &[f32], heads: usize, cols: usize) -> Vec<f32> {
             for j in 0..half {
                 let hf_row = h * head_dim + i * half + j;
                 let gguf_row = h * head_dim + 2 * j + i;
-                out[hf_row * cols..(hf_row + 1) * cols]
-                    .copy_from_slice(&values[gguf_row * cols..(gguf_row + 1) * cols]);
+                let (to, from) = if to_gguf {
+                    (gguf_row, hf_row)
+                } else {
+                    (hf_row, gguf_row)
+                };
+                out[to * cols..(to + 1) * cols]
+                    .copy_from_slice(&values[from * cols..(from + 1) * cols]);
             }
         }
     }

@@ -370,19 +370,7 @@ pub struct TrainBench {
 
 /// The Hugging Face `config.json` of a model config (what the PyTorch side builds).
 fn hf_config(config: &LmConfig) -> serde_json::Value {
-    serde_json::json!({
-        "model_type": if config.attention_bias { "qwen2" } else { "llama" },
-        "vocab_size": config.vocab_size,
-        "hidden_size": config.hidden_size,
-        "intermediate_size": config.intermediate_size,
-        "num_hidden_layers": config.num_hidden_layers,
-        "num_attention_heads": config.num_attention_heads,
-        "num_key_value_heads": config.num_key_value_heads,
-        "rope_theta": config.rope_theta,
-        "rms_norm_eps": config.rms_norm_eps,
-        "tie_word_embeddings": config.tie_word_embeddings,
-        "max_position_embeddings": 8192,
-    })
+    envrl_algos::export::hf_config_json(config, 8192)
 }
 
 /// Training throughput (forward, backward, global grad clipping and AdamW on full-sequence
