@@ -55,6 +55,7 @@ if [ -f "$SMOLLM2" ]; then
   "$ENVRL" export "$WORK/smollm2" --format hf --output "$WORK/smollm2-hf"
   "$ENVRL" export "$WORK/smollm2" --format peft --output "$WORK/smollm2-peft"
   "$ENVRL" export "$WORK/smollm2" --format gguf --quant q8_0 --output "$WORK/smollm2-q8"
+  "$ENVRL" export "$WORK/smollm2" --format hf --dtype bf16 --output "$WORK/smollm2-bf16"
   CASES="$CASES,
   {\"kind\": \"hf\", \"dir\": \"$WORK/smollm2-hf\"},
   {\"kind\": \"peft\", \"dir\": \"$WORK/smollm2-peft\", \"base\": \"$SMOLLM2\", \"merged\": \"$WORK/smollm2-hf\"},

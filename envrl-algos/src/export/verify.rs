@@ -14,7 +14,8 @@ use crate::lm::CausalLm;
 use crate::pretrained::Pretrained;
 use crate::tokenizer::HfTokenizer;
 
-/// Texts whose encodings must survive an export (with the decoded check rows).
+/// Texts whose encodings must survive an export (with the decoded check rows); the first two
+/// also give the rows whose logits are compared.
 const SAMPLE_TEXTS: [&str; 4] = [
     "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a \
      drawer 2, and a countertop 1.\nYour task is to: put a clean mug in coffeemachine.",
@@ -84,15 +85,34 @@ fn mismatch(dir: &Path, reason: String) -> Error {
     }
 }
 
+/// Token rows to compare logits on: text the model reads (the first 16 tokens of two sample
+/// texts; a random token continues a shorter one), and a row of random tokens.
+fn check_rows(tokenizer: &dyn Tokenizer, vocab: u32) -> Vec<Vec<u32>> {
+    const LEN: usize = 16;
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let mut rows: Vec<Vec<u32>> = SAMPLE_TEXTS[..2]
+        .iter()
+        .map(|text| {
+            let mut ids = tokenizer.encode(text);
+            ids.retain(|&id| id < vocab);
+            ids.truncate(LEN);
+            ids
+        })
+        .collect();
+    rows.push(Vec::new());
+    for row in &mut rows {
+        while row.len() < LEN {
+            row.push(rng.random_range(0..vocab));
+        }
+    }
+    rows
+}
+
 /// Loads the export in `dir` and compares it with `export`.
 pub(crate) fn check(export: &Export<'_>, options: &ExportOptions, dir: &Path) -> Result<Check> {
     let (loaded, tokenizer) = load_back(export, options, dir)?;
     let original = export.tokenizer.as_dyn();
-    let vocab = export.config.vocab_size as u32;
-    let mut rng = ChaCha8Rng::seed_from_u64(0);
-    let rows: Vec<Vec<u32>> = (0..2)
-        .map(|_| (0..12).map(|_| rng.random_range(0..vocab)).collect())
-        .collect();
+    let rows = check_rows(original, export.config.vocab_size as u32);
     let host = |model: &CausalLm| -> Result<Vec<f32>> {
         model
             .forward(&rows)

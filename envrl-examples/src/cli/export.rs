@@ -51,7 +51,7 @@ impl ExportArgs {
             println!("{:>12} {}", size, file.display());
         }
         println!(
-            "verified: loaded back, {} logits within {:.2e} of the checkpoint's (accepted {:.2e}), \
+            "verified: loaded back, the logits at {} positions within {:.2e} of the checkpoint's (accepted {:.2e}), \
              {} texts tokenized alike",
             report.positions_checked, report.max_logit_diff, report.tolerance, report.texts_checked
         );
