@@ -1,5 +1,8 @@
 //! Batched generation with a KV cache over left-padded prompts.
 
+use std::collections::HashMap;
+
+use burn::tensor::{Int, Tensor, TensorData};
 use envrl::{Generation, SamplingParams};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -7,13 +10,69 @@ use rand_chacha::ChaCha8Rng;
 use crate::lm::qwen2::TokenBatch;
 use crate::lm::{CausalLm, KvCache, sample_rows};
 
+/// The distinct prompts of a batch: a prompt that repeats an earlier one (a group's copies of a
+/// task, before their histories differ) is prefilled once and its key/value cache copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SharedPrompts {
+    /// The row of each distinct prompt's first occurrence, in order.
+    pub distinct: Vec<usize>,
+    /// For each row, the index into `distinct` of its prompt.
+    pub source: Vec<usize>,
+}
+
+impl SharedPrompts {
+    pub(crate) fn of(prompts: &[Vec<u32>]) -> Self {
+        let mut first: HashMap<&[u32], usize> = HashMap::new();
+        let mut distinct = Vec::new();
+        let source = prompts
+            .iter()
+            .enumerate()
+            .map(|(row, prompt)| {
+                *first.entry(prompt.as_slice()).or_insert_with(|| {
+                    distinct.push(row);
+                    distinct.len() - 1
+                })
+            })
+            .collect();
+        Self { distinct, source }
+    }
+
+    /// The prompt tokens of the rows that reuse another row's prefill.
+    pub(crate) fn tokens_saved(&self, prompts: &[Vec<u32>]) -> usize {
+        let total: usize = prompts.iter().map(Vec::len).sum();
+        let prefilled: usize = self.distinct.iter().map(|&r| prompts[r].len()).sum();
+        total - prefilled
+    }
+
+    fn is_shared(&self) -> bool {
+        self.distinct.len() < self.source.len()
+    }
+}
+
 impl CausalLm {
-    /// Samples a response for each prompt in one batch: the prompts are left-padded, fed once,
-    /// then one token per row per step from the KV cache, until every row has produced a stop
-    /// token or `max_new_tokens`.
+    /// Samples a response for each prompt in one batch: the distinct prompts are left-padded
+    /// and fed once (a repeated prompt's key/value cache and first logits are copied to each of
+    /// its rows; each row draws its own tokens), then one token per row per step from the KV
+    /// cache, until every row has produced a stop token or `max_new_tokens`. A row's tokens and
+    /// log-probabilities are those of the batch without sharing, the latter up to the last bits
+    /// (the prefill's products run over fewer rows).
     pub fn generate_batch(
         &self,
         prompts: &[Vec<u32>],
+        stop_ids: &[u32],
+        pad_id: u32,
+        params: &SamplingParams,
+        rng: &mut ChaCha8Rng,
+    ) -> Vec<Generation> {
+        let shared = SharedPrompts::of(prompts);
+        self.generate_sharing(prompts, &shared, stop_ids, pad_id, params, rng)
+    }
+
+    /// [`CausalLm::generate_batch`] with the prefills `shared` says.
+    fn generate_sharing(
+        &self,
+        prompts: &[Vec<u32>],
+        shared: &SharedPrompts,
         stop_ids: &[u32],
         pad_id: u32,
         params: &SamplingParams,
@@ -30,28 +89,37 @@ impl CausalLm {
         if batch == 0 || params.max_new_tokens == 0 {
             return out;
         }
+        // The distinct prompts have the same lengths as the batch's, so their left padding, and
+        // with it the attention path the prefill takes, is the whole batch's.
         let width = prompts.iter().map(Vec::len).max().unwrap_or(0).max(1);
-        let mut ids = Vec::with_capacity(batch * width);
-        let mut positions = Vec::with_capacity(batch * width);
-        let mut key_valid = Vec::with_capacity(batch);
-        let mut next_pos = Vec::with_capacity(batch);
-        for prompt in prompts {
+        let mut ids = Vec::with_capacity(shared.distinct.len() * width);
+        let mut positions = Vec::with_capacity(shared.distinct.len() * width);
+        let mut key_valid = Vec::with_capacity(shared.distinct.len());
+        for &row in &shared.distinct {
+            let prompt = &prompts[row];
             let pad = width - prompt.len();
             ids.extend(std::iter::repeat_n(pad_id, pad).chain(prompt.iter().copied()));
             positions.extend(std::iter::repeat_n(0, pad).chain(0..prompt.len()));
             key_valid.push((0..width).map(|j| j >= pad).collect::<Vec<bool>>());
-            next_pos.push(prompt.len());
         }
+        let mut next_pos: Vec<usize> = prompts.iter().map(Vec::len).collect();
         let mut cache = KvCache::new(self.num_layers());
         let prefill = TokenBatch {
             ids: &ids,
-            batch,
+            batch: shared.distinct.len(),
             seq: width,
             positions: &positions,
             key_valid: &key_valid,
         };
         let hidden = self.forward_hidden(&prefill, Some(&mut cache));
         let mut last = self.logits(hidden.narrow(1, width - 1, 1));
+        if shared.is_shared() {
+            cache = cache.select_rows(&shared.source);
+            let index: Vec<i64> = shared.source.iter().map(|&r| r as i64).collect();
+            let index =
+                Tensor::<1, Int>::from_data(TensorData::new(index, [batch]), &last.device());
+            last = last.select(0, index);
+        }
 
         for _ in 0..params.max_new_tokens {
             let [rows, _, vocab] = last.dims();
@@ -105,5 +173,79 @@ impl CausalLm {
             last = self.logits(self.forward_hidden(&step, Some(&mut cache)));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::Device;
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::lm::LmConfig;
+
+    /// Every row prefilled on its own: no sharing.
+    fn unshared(n: usize) -> SharedPrompts {
+        SharedPrompts {
+            distinct: (0..n).collect(),
+            source: (0..n).collect(),
+        }
+    }
+
+    #[test]
+    fn repeated_prompts_are_found_with_the_tokens_they_save() {
+        let prompts = vec![vec![1, 2, 3], vec![4], vec![1, 2, 3], vec![1, 2], vec![4]];
+        let shared = SharedPrompts::of(&prompts);
+        assert_eq!(shared.distinct, vec![0, 1, 3]);
+        assert_eq!(shared.source, vec![0, 1, 0, 2, 1]);
+        assert_eq!(shared.tokens_saved(&prompts), 4);
+        assert_eq!(
+            SharedPrompts::of(&prompts[..2]).tokens_saved(&prompts[..2]),
+            0
+        );
+    }
+
+    #[test]
+    fn a_shared_prefill_gives_the_tokens_and_logprobs_of_every_row_computed_alone() {
+        let model = LmConfig::tiny(50).init(&Device::flex(), 4).unwrap();
+        // Three tasks of different lengths, in groups of copies, interleaved.
+        let prompts: Vec<Vec<u32>> = [0, 1, 0, 2, 1, 0, 2, 1]
+            .iter()
+            .map(|&task| {
+                (0..5 + 3 * task)
+                    .map(|i| (7 * task + i) as u32 % 50)
+                    .collect()
+            })
+            .collect();
+        let shared = SharedPrompts::of(&prompts);
+        assert_eq!(shared.distinct.len(), 3);
+        for temperature in [0.0, 1.0] {
+            let params = SamplingParams {
+                temperature,
+                max_new_tokens: 10,
+                ..Default::default()
+            };
+            let run = |sharing: &SharedPrompts| {
+                let mut rng = ChaCha8Rng::seed_from_u64(9);
+                model.generate_sharing(&prompts, sharing, &[1], 0, &params, &mut rng)
+            };
+            let (ours, alone) = (run(&shared), run(&unshared(prompts.len())));
+            // The same tokens; the log-probabilities to the last bits, which the matrix
+            // products' blocking over fewer prefill rows may change.
+            for (a, b) in ours.iter().zip(&alone) {
+                assert_eq!(a.tokens, b.tokens, "temperature {temperature}");
+                assert_eq!(a.stopped, b.stopped);
+                for (x, y) in a.logprobs.iter().zip(&b.logprobs) {
+                    assert!(
+                        (x - y).abs() <= 1e-5,
+                        "temperature {temperature}: {x} vs {y}"
+                    );
+                }
+            }
+            if temperature > 0.0 {
+                // The copies of a task drew different responses from the shared prefill.
+                assert_ne!(ours[0].tokens, ours[2].tokens);
+            }
+        }
     }
 }

@@ -1,4 +1,4 @@
-use burn::tensor::Tensor;
+use burn::tensor::{Int, Tensor, TensorData};
 
 /// Keys and values of past positions for every layer, and which cache positions of each row
 /// are real tokens (left padding is not).
@@ -33,6 +33,32 @@ impl KvCache {
     pub fn reset(&mut self) {
         self.layers.iter_mut().for_each(|l| *l = None);
         self.key_valid.clear();
+    }
+
+    /// The cache of a batch whose row `i` is this cache's row `rows[i]` (rows repeated: the
+    /// copies of a shared prompt).
+    pub(crate) fn select_rows(&self, rows: &[usize]) -> Self {
+        let index: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
+        let layers = self
+            .layers
+            .iter()
+            .map(|layer| {
+                layer.as_ref().map(|(k, v)| {
+                    let index = Tensor::<1, Int>::from_data(
+                        TensorData::new(index.clone(), [index.len()]),
+                        &k.device(),
+                    );
+                    (
+                        k.clone().select(0, index.clone()),
+                        v.clone().select(0, index),
+                    )
+                })
+            })
+            .collect();
+        Self {
+            layers,
+            key_valid: rows.iter().map(|&r| self.key_valid[r].clone()).collect(),
+        }
     }
 
     /// Appends `k`, `v` to layer `layer` and returns the full keys and values.

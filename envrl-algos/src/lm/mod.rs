@@ -2,7 +2,7 @@
 //! sampling and batched generation.
 
 mod config;
-mod generate;
+pub(crate) mod generate;
 pub(crate) mod gguf;
 mod hf;
 pub(crate) mod init;

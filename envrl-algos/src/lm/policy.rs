@@ -22,6 +22,10 @@ impl Policy for CausalLm {
         self.generate_batch(prompts, stop_ids, PAD, params, rng)
     }
 
+    fn prefill_tokens_saved(&self, prompts: &[Vec<u32>]) -> usize {
+        crate::lm::generate::SharedPrompts::of(prompts).tokens_saved(prompts)
+    }
+
     /// # Panics
     /// Panics if a row has an empty context: the first target token needs a position before it.
     fn score(&self, rows: &[ScoreRow], with_entropy: bool) -> TokenScores {

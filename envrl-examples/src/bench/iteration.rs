@@ -22,6 +22,9 @@ pub struct IterationCost {
     pub train_tokens_per_s: f64,
     /// Environment steps of the iteration.
     pub env_steps: f64,
+    /// Prompt tokens not prefilled because another row shared them (0 when the metric is
+    /// absent: runs of builds before it).
+    pub prefill_tokens_saved: f64,
 }
 
 impl IterationCost {
@@ -37,6 +40,7 @@ impl IterationCost {
             gen_tokens_per_s: m.value(names::GEN_TOKENS_PER_S)?,
             train_tokens_per_s: m.value(names::TRAIN_TOKENS_PER_S)?,
             env_steps: m.value(names::ENV_STEPS_PER_S)? * m.value(names::ROLLOUT_S)?,
+            prefill_tokens_saved: m.get(names::PREFILL_TOKENS_SAVED).unwrap_or(0.0),
         })
     }
 
@@ -44,7 +48,7 @@ impl IterationCost {
     pub fn row(&self, label: &str) -> String {
         let share = |s: f64| 100.0 * s / self.wall_s.max(1e-9);
         format!(
-            "| {label} | {:.2} | {:.2} ({:.0} %) | {:.2} ({:.0} %) | {:.0} | {:.0} | {:.0} |",
+            "| {label} | {:.2} | {:.2} ({:.0} %) | {:.2} ({:.0} %) | {:.0} | {:.0} | {:.0} | {:.0} |",
             self.wall_s,
             self.rollout_s,
             share(self.rollout_s),
@@ -52,6 +56,7 @@ impl IterationCost {
             share(self.update_s),
             self.env_steps,
             self.gen_tokens_per_s,
+            self.prefill_tokens_saved,
             self.train_tokens_per_s
         )
     }
@@ -94,10 +99,10 @@ pub fn bench_iteration(args: TrainArgs) -> Result<()> {
     );
     println!();
     println!(
-        "| iteration | wall s | rollout s | update s | env steps | generated tokens/s | trained \
-         tokens/s |"
+        "| iteration | wall s | rollout s | update s | env steps | generated tokens/s | prefill \
+         tokens shared | trained tokens/s |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for (i, cost) in costs.iter().enumerate() {
         println!("{}", cost.row(&i.to_string()));
     }
@@ -118,5 +123,6 @@ fn mean(costs: &[IterationCost]) -> Option<IterationCost> {
         gen_tokens_per_s: avg(|c| c.gen_tokens_per_s),
         train_tokens_per_s: avg(|c| c.train_tokens_per_s),
         env_steps: avg(|c| c.env_steps),
+        prefill_tokens_saved: avg(|c| c.prefill_tokens_saved),
     })
 }

@@ -318,17 +318,26 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     );
     println!();
     println!(
-        "| decoding alone (the run with 1 new token subtracted) | envrl (tokens/s) | bound at \
-         triad bandwidth | fraction of the bound |"
+        "| decoding alone (the run with 1 new token subtracted) | envrl (tokens/s) | PyTorch \
+         eager (tokens/s) | bound at triad bandwidth | envrl's fraction of the bound | \
+         PyTorch's |"
     );
-    println!("|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     for &(batch, _, decoding) in &generation {
         let bound = bandwidth::decode_bound(weight_bytes, bw.triad, batch);
+        let torch = reference.as_ref().and_then(|r| {
+            let all = Timing::from_json(&r[format!("generate_b{batch}")])?;
+            let first = Timing::from_json(&r[format!("first_b{batch}")])?;
+            Some((all.tokens - first.tokens) / (all.seconds - first.seconds).max(1e-9))
+        });
+        let cell = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("—".into(), f);
         println!(
-            "| batch {batch}, {} tokens per row | {:.0} | {bound:.0} | {:.0} % |",
+            "| batch {batch}, {} tokens per row | {:.0} | {} | {bound:.0} | {:.0} % | {} |",
             bench.new_tokens.saturating_sub(1),
             decoding.per_second(),
-            100.0 * decoding.per_second() / bound
+            cell(torch, &|t| format!("{t:.0}")),
+            100.0 * decoding.per_second() / bound,
+            cell(torch, &|t| format!("{:.0} %", 100.0 * t / bound)),
         );
     }
     Ok(())

@@ -125,6 +125,11 @@ def bench_generate(args):
             new = (generated.shape[1] - args.prompt_len) * batch
             out[f"generate_b{batch}"] = {"tokens": new, "seconds": wall,
                                          "cpu_seconds": cpu_time() - cpu}
+            # One new token: the prefill and the first step, subtracted to time decoding alone.
+            start, cpu = time.perf_counter(), cpu_time()
+            model.generate(ids, **{**kwargs, "max_new_tokens": 1, "min_new_tokens": 1})
+            out[f"first_b{batch}"] = {"tokens": batch, "seconds": time.perf_counter() - start,
+                                      "cpu_seconds": cpu_time() - cpu}
     print(json.dumps(out))
 
 

@@ -50,46 +50,42 @@ pub fn export_run(
     let config = RunConfig::from_toml_file(&dir.join("config.toml"))?;
     let checkpoint = checkpoint_to_export(dir, checkpoint)?;
     let device = Device::flex();
-    enum Tok {
-        Word(WordTokenizer),
-        Hf(envrl_algos::HfTokenizer),
-    }
-    let (model, lm_config, tokenizer): (CausalLm, LmConfig, Tok) = match &config.model {
-        ModelSource::Tiny => {
-            let path = dir.join("tokenizer.json");
-            let tokenizer = WordTokenizer::load(&path)?;
-            let lm = config
-                .tiny
-                .lm_config(envrl::Tokenizer::vocab_size(&tokenizer));
-            (
-                lm.init(&device, config.trainer.seed)?,
-                lm,
-                Tok::Word(tokenizer),
-            )
-        }
-        ModelSource::Gguf(path) | ModelSource::HfDir(path) => {
-            let p = Pretrained::load(path, &device)?;
-            (p.model, p.config, Tok::Hf(p.tokenizer))
-        }
-    };
-    let model = match config.lora.rank {
-        0 => model,
-        rank => model.with_lora(rank, config.lora.alpha, config.trainer.seed),
-    };
-    let model = load_checkpoint_model(&checkpoint, model)?;
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "envrl".into());
-    let export = Export {
-        model: &model,
-        config: &lm_config,
-        tokenizer: match &tokenizer {
-            Tok::Word(t) => ExportTokenizer::Word(t),
-            Tok::Hf(t) => ExportTokenizer::Hf(t),
-        },
-        base_model: config.model.path(),
-        name: &name,
+    // The run's model as it built it (LoRA adapters included), with the checkpoint's weights.
+    let export = |model: CausalLm, lm: &LmConfig, tokenizer: ExportTokenizer<'_>| {
+        let model = match config.lora.rank {
+            0 => model,
+            rank => model.with_lora(rank, config.lora.alpha, config.trainer.seed),
+        };
+        let model = load_checkpoint_model(&checkpoint, model)?;
+        let export = Export {
+            model: &model,
+            config: lm,
+            tokenizer,
+            base_model: config.model.path(),
+            name: &name,
+        };
+        anyhow::Ok(export.write(options, output)?)
     };
-    Ok(export.write(options, output)?)
+    match &config.model {
+        ModelSource::Tiny => {
+            let tokenizer = WordTokenizer::load(dir.join("tokenizer.json"))?;
+            let lm = config
+                .tiny
+                .lm_config(envrl::Tokenizer::vocab_size(&tokenizer));
+            let model = lm.init(&device, config.trainer.seed)?;
+            export(model, &lm, ExportTokenizer::Word(&tokenizer))
+        }
+        ModelSource::Gguf(path) | ModelSource::HfDir(path) => {
+            let pretrained = Pretrained::load(path, &device)?;
+            export(
+                pretrained.model,
+                &pretrained.config,
+                ExportTokenizer::Hf(&pretrained.tokenizer),
+            )
+        }
+    }
 }

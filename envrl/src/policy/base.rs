@@ -32,4 +32,13 @@ pub trait Policy: Module + 'static {
 
     /// Scores the target tokens of each row given its context.
     fn score(&self, rows: &[ScoreRow], with_entropy: bool) -> TokenScores;
+
+    /// The prompt tokens that [`Policy::generate`] does not compute for these prompts because
+    /// it shares another row's work (the causal LM prefills a prompt repeated in the batch — a
+    /// group's copies of one task — once). Reported as `rollout/prefill_tokens_saved`.
+    /// Defaults to 0.
+    fn prefill_tokens_saved(&self, prompts: &[Vec<u32>]) -> usize {
+        let _ = prompts;
+        0
+    }
 }

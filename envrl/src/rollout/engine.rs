@@ -35,6 +35,9 @@ pub struct RolloutStats {
     pub generated_tokens: usize,
     /// Batched policy calls (one per turn).
     pub policy_calls: usize,
+    /// Prompt tokens the policy did not prefill because another row of the batch shared them
+    /// ([`Policy::prefill_tokens_saved`]).
+    pub prefill_tokens_saved: usize,
 }
 
 /// Steps many environments in lock-step, with one batched policy call per turn.
@@ -108,6 +111,7 @@ impl RolloutEngine<'_> {
                     self.tokenizer.encode_prompt(&text)
                 })
                 .collect();
+            stats.prefill_tokens_saved += policy.prefill_tokens_saved(&prompts);
             let generations = policy.generate(&prompts, &stop_ids, self.sampling, rng);
             stats.policy_calls += 1;
 

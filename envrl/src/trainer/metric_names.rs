@@ -39,6 +39,9 @@ pub const GEN_TOKENS_PER_S: &str = "perf/gen_tokens_per_s";
 pub const TRAIN_TOKENS_PER_S: &str = "perf/train_tokens_per_s";
 /// Generated plus scored tokens per wall second.
 pub const TOKENS_PER_S: &str = "perf/tokens_per_s";
+/// Prompt tokens of the iteration's rollouts that the policy did not prefill because another
+/// row shared them (a group's copies of a task).
+pub const PREFILL_TOKENS_SAVED: &str = "rollout/prefill_tokens_saved";
 /// Held-out success, when an evaluation ran before the iteration.
 pub const EVAL_SUCCESS: &str = "eval/success";
 /// Held-out mean return, when an evaluation ran before the iteration.
@@ -46,7 +49,7 @@ pub const EVAL_RETURN: &str = "eval/return";
 
 /// Every fixed name above, for documentation checks. The actor loss and the critic add their
 /// own (`loss/policy`, `loss/value`, …).
-pub const ALL: [&str; 20] = [
+pub const ALL: [&str; 21] = [
     EPISODE_SUCCESS,
     EPISODE_RETURN,
     EPISODE_LENGTH,
@@ -65,6 +68,7 @@ pub const ALL: [&str; 20] = [
     GEN_TOKENS_PER_S,
     TRAIN_TOKENS_PER_S,
     TOKENS_PER_S,
+    PREFILL_TOKENS_SAVED,
     EVAL_SUCCESS,
     EVAL_RETURN,
 ];

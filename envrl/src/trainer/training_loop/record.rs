@@ -103,6 +103,10 @@ impl IterationRecord<'_> {
         );
         metrics.set(names::TRAIN_TOKENS_PER_S, per_s(update.tokens, s.update));
         metrics.set(
+            names::PREFILL_TOKENS_SAVED,
+            stats.prefill_tokens_saved as f64,
+        );
+        metrics.set(
             names::TOKENS_PER_S,
             per_s(update.tokens + stats.generated_tokens, s.wall),
         );
