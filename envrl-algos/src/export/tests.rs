@@ -131,6 +131,48 @@ fn tiny_qwen2_and_llama_models_round_trip_through_every_format() {
 }
 
 #[test]
+fn a_model_above_the_shard_limit_is_written_in_shards_with_an_index() {
+    let tok = tokenizer();
+    let out = tempfile::tempdir().unwrap();
+    let config = tiny(false, tok.vocab_size());
+    let model = config.init(&Device::flex(), 5).unwrap();
+    let export = Export {
+        model: &model,
+        config: &config,
+        tokenizer: ExportTokenizer::Word(&tok),
+        base_model: None,
+        name: "sharded",
+    };
+    let options = ExportOptions {
+        max_shard_bytes: 40_000,
+        ..ExportOptions::new(ExportFormat::Hf)
+    };
+    let dir = out.path().join("hf");
+    let report = export.write(&options, &dir).unwrap();
+    assert_eq!(report.max_logit_diff, 0.0);
+    let shards: Vec<_> = report
+        .files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "safetensors"))
+        .collect();
+    assert!(shards.len() > 2, "{shards:?}");
+    assert!(!dir.join("model.safetensors").exists());
+    let index: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("model.safetensors.index.json")).unwrap(),
+    )
+    .unwrap();
+    let mapped = index["weight_map"].as_object().unwrap();
+    assert_eq!(
+        mapped.len(),
+        super::tensors::hf_tensors(&model).unwrap().len()
+    );
+    assert_eq!(
+        greedy(&loaded(ExportFormat::Hf, &dir, None), &tok),
+        greedy(&model, &tok)
+    );
+}
+
+#[test]
 fn a_lora_model_exports_merged_and_as_a_peft_adapter_on_its_base() {
     let tok = tokenizer();
     let out = tempfile::tempdir().unwrap();
