@@ -34,6 +34,20 @@ fn failed(output: &Output) -> String {
     text
 }
 
+/// `envrl export RUN --format FORMAT --output OUT [extra]`.
+fn export(run: &Path, format: &str, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "export",
+        path(run),
+        "--format",
+        format,
+        "--output",
+        path(out),
+    ];
+    args.extend(extra);
+    envrl(&args)
+}
+
 /// A short ALFWorld run (cpu-tiny, one iteration) into `dir`.
 fn train_alfworld(dir: &Path) {
     let sets = [
@@ -60,16 +74,7 @@ fn an_exported_alfworld_agent_plays_the_same_held_out_episodes() {
     let config = run.join("config.toml");
     for (format, quant, model) in [("hf", "f32", "hf"), ("gguf", "f32", "gguf/model.gguf")] {
         let out = tmp.path().join(format);
-        let text = ok(&envrl(&[
-            "export",
-            path(&run),
-            "--format",
-            format,
-            "--quant",
-            quant,
-            "--output",
-            path(&out),
-        ]));
+        let text = ok(&export(&run, format, &out, &["--quant", quant]));
         assert!(text.contains("within 0.00e0"), "{format}: {text}");
         let eval = tmp.path().join(format!("eval-{format}"));
         ok(&envrl(&[
@@ -92,28 +97,12 @@ fn an_exported_alfworld_agent_plays_the_same_held_out_episodes() {
     // The lossy formats verify within their tolerances.
     for (format, flag, value) in [("hf", "--dtype", "bf16"), ("gguf", "--quant", "q8_0")] {
         let out = tmp.path().join(format!("{format}-{value}"));
-        ok(&envrl(&[
-            "export",
-            path(&run),
-            "--format",
-            format,
-            flag,
-            value,
-            "--output",
-            path(&out),
-        ]));
+        ok(&export(&run, format, &out, &[flag, value]));
     }
 
     // A from-scratch run has no base model for a PEFT adapter.
     let out = tmp.path().join("peft");
-    let err = failed(&envrl(&[
-        "export",
-        path(&run),
-        "--format",
-        "peft",
-        "--output",
-        path(&out),
-    ]));
+    let err = failed(&export(&run, "peft", &out, &[]));
     assert!(err.contains("no LoRA adapters"), "{err}");
     assert!(!out.exists());
 
@@ -123,14 +112,7 @@ fn an_exported_alfworld_agent_plays_the_same_held_out_episodes() {
     for file in ["config.toml", "tokenizer.json"] {
         std::fs::copy(run.join(file), broken.join(file)).unwrap();
     }
-    let err = failed(&envrl(&[
-        "export",
-        path(&broken),
-        "--format",
-        "hf",
-        "--output",
-        path(&out),
-    ]));
+    let err = failed(&export(&broken, "hf", &out, &[]));
     assert!(err.contains("holds no complete checkpoint"), "{err}");
     let ckpt = broken.join("checkpoints/ckpt-000001");
     std::fs::create_dir(&ckpt).unwrap();
@@ -143,61 +125,27 @@ fn an_exported_alfworld_agent_plays_the_same_held_out_episodes() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;
     std::fs::write(&model, bytes).unwrap();
-    let err = failed(&envrl(&[
-        "export",
-        path(&broken),
-        "--format",
-        "hf",
-        "--output",
-        path(&out),
-    ]));
+    let err = failed(&export(&broken, "hf", &out, &[]));
     assert!(err.contains("holds no complete checkpoint"), "{err}");
-    let err = failed(&envrl(&[
-        "export",
-        path(&broken),
-        "--checkpoint",
-        "ckpt-000001",
-        "--format",
+    let err = failed(&export(
+        &broken,
         "hf",
-        "--output",
-        path(&out),
-    ]));
+        &out,
+        &["--checkpoint", "ckpt-000001"],
+    ));
     assert!(
         err.contains("model.bpk") && err.contains("corrupt"),
         "{err}"
     );
-    let err = failed(&envrl(&[
-        "export",
-        path(&run),
-        "--checkpoint",
-        "ckpt-000009",
-        "--format",
-        "hf",
-        "--output",
-        path(&out),
-    ]));
+    let err = failed(&export(&run, "hf", &out, &["--checkpoint", "ckpt-000009"]));
     assert!(err.contains("ckpt-000009: no such checkpoint"), "{err}");
 
     // An output that cannot be written, or is taken: nothing is left behind.
     let file = tmp.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
-    let err = failed(&envrl(&[
-        "export",
-        path(&run),
-        "--format",
-        "hf",
-        "--output",
-        path(&file.join("out")),
-    ]));
+    let err = failed(&export(&run, "hf", &file.join("out"), &[]));
     assert!(err.contains("a-file"), "{err}");
-    let err = failed(&envrl(&[
-        "export",
-        path(&run),
-        "--format",
-        "hf",
-        "--output",
-        path(&run),
-    ]));
+    let err = failed(&export(&run, "hf", &run, &[]));
     assert!(err.contains("not an empty directory"), "{err}");
     assert!(!out.exists());
     let partial: Vec<_> = std::fs::read_dir(tmp.path())

@@ -60,6 +60,17 @@ fn train(model: CausalLm, tok: &WordTokenizer) -> CausalLm {
     bc.train(model, &rows, &mut ChaCha8Rng::seed_from_u64(0)).0
 }
 
+/// A from-scratch model with the word tokenizer.
+fn scratch<'a>(model: &'a CausalLm, config: &'a LmConfig, tok: &'a WordTokenizer) -> Export<'a> {
+    Export {
+        model,
+        config,
+        tokenizer: ExportTokenizer::Word(tok),
+        base_model: None,
+        name: "tiny",
+    }
+}
+
 fn options(format: ExportFormat, dtype: WeightDtype, gguf_type: GgufType) -> ExportOptions {
     ExportOptions {
         dtype,
@@ -88,13 +99,7 @@ fn tiny_qwen2_and_llama_models_round_trip_through_every_format() {
     for qwen2 in [true, false] {
         let config = tiny(qwen2, tok.vocab_size());
         let model = train(config.init(&Device::flex().autodiff(), 1).unwrap(), &tok);
-        let export = Export {
-            model: &model,
-            config: &config,
-            tokenizer: ExportTokenizer::Word(&tok),
-            base_model: None,
-            name: "tiny",
-        };
+        let export = scratch(&model, &config, &tok);
         let cases = [
             (ExportFormat::Hf, WeightDtype::F32, GgufType::F32),
             (ExportFormat::Hf, WeightDtype::Bf16, GgufType::F32),
@@ -136,13 +141,7 @@ fn a_model_above_the_shard_limit_is_written_in_shards_with_an_index() {
     let out = tempfile::tempdir().unwrap();
     let config = tiny(false, tok.vocab_size());
     let model = config.init(&Device::flex(), 5).unwrap();
-    let export = Export {
-        model: &model,
-        config: &config,
-        tokenizer: ExportTokenizer::Word(&tok),
-        base_model: None,
-        name: "sharded",
-    };
+    let export = scratch(&model, &config, &tok);
     let options = ExportOptions {
         max_shard_bytes: 40_000,
         ..ExportOptions::new(ExportFormat::Hf)
@@ -181,13 +180,7 @@ fn a_lora_model_exports_merged_and_as_a_peft_adapter_on_its_base() {
     // The base model, on disk as a pretrained model is.
     let base = config.init(&device, 2).unwrap();
     let base_dir = out.path().join("base");
-    let base_export = Export {
-        model: &base,
-        config: &config,
-        tokenizer: ExportTokenizer::Word(&tok),
-        base_model: None,
-        name: "base",
-    };
+    let base_export = scratch(&base, &config, &tok);
     base_export
         .write(&ExportOptions::new(ExportFormat::Hf), &base_dir)
         .unwrap();
@@ -232,13 +225,7 @@ fn impossible_exports_are_errors_that_leave_nothing_behind() {
     let out = tempfile::tempdir().unwrap();
     let config = tiny(true, tok.vocab_size());
     let model = config.init(&Device::flex(), 0).unwrap();
-    let export = Export {
-        model: &model,
-        config: &config,
-        tokenizer: ExportTokenizer::Word(&tok),
-        base_model: None,
-        name: "tiny",
-    };
+    let export = scratch(&model, &config, &tok);
     let leftovers = || -> Vec<String> {
         std::fs::read_dir(out.path())
             .unwrap()
