@@ -79,6 +79,24 @@ impl LmConfig {
         vocab * hidden + layers * layer + hidden + head
     }
 
+    /// The number of LoRA adapter parameters at `rank` ([`CausalLm::with_lora`]'s adapters on
+    /// the seven projections of every layer: `rank × (d_in + d_out)` each).
+    ///
+    /// [`CausalLm::with_lora`]: crate::CausalLm::with_lora
+    pub fn lora_parameter_count(&self, rank: usize) -> u128 {
+        let [hidden, inter, layers, rank] = [
+            self.hidden_size,
+            self.intermediate_size,
+            self.num_hidden_layers,
+            rank,
+        ]
+        .map(|n| n as u128);
+        let kv = (self.num_key_value_heads * self.head_dim()) as u128;
+        // q and o: hidden ↔ hidden; k and v: hidden → kv; gate and up: hidden → inter; down back.
+        let per_layer = 2 * (2 * hidden) + 2 * (hidden + kv) + 3 * (hidden + inter);
+        rank * layers * per_layer
+    }
+
     /// The bytes of one sequence position of the key/value cache (keys and values of every
     /// layer, f32).
     pub fn kv_bytes_per_position(&self) -> u128 {
@@ -122,6 +140,21 @@ mod tests {
             config.tie_word_embeddings = tied;
             let model = config.init(&burn::tensor::Device::flex(), 0).unwrap();
             assert_eq!(config.parameter_count(), model.num_params() as u128);
+        }
+    }
+
+    #[test]
+    fn the_lora_parameter_count_matches_the_adapters_built() {
+        for (bias, tied) in [(true, true), (false, false)] {
+            let mut config = LmConfig::tiny(50);
+            config.attention_bias = bias;
+            config.tie_word_embeddings = tied;
+            let model = config.init(&burn::tensor::Device::flex(), 0).unwrap();
+            let lora = model.with_lora(4, 8.0, 0);
+            assert_eq!(
+                config.lora_parameter_count(4),
+                lora.adapter_parameters() as u128
+            );
         }
     }
 

@@ -96,24 +96,33 @@ pub(crate) fn load<E: Environment>(
 }
 
 /// Refuses a run whose model, optimizer state and rollouts cannot fit in `available` bytes,
-/// before the warm start or the first rollout allocates them: the f32 weights and a reference
-/// copy, gradients and two AdamW moments for every parameter (a full fine-tune's need: a LoRA
-/// run, whose optimizer state covers only its adapters, is over-counted), and the key/value
-/// caches of the `groups × group_size` episodes one iteration plays, each at least
-/// `max_new_tokens` long (prompts come on top).
+/// before the warm start or the first rollout allocates them: for a full fine-tune, the f32
+/// weights and a reference copy, gradients and two AdamW moments for every parameter (5 × the
+/// weights); for a LoRA run, the frozen weights, the adapted weights its forward pass
+/// materialises (2 × the weights; the reference shares the frozen base), and the adapters with
+/// their reference copy, gradients and moments (5 × the adapters); then the key/value caches of
+/// the `groups × group_size` episodes one iteration plays, each at least `max_new_tokens` long
+/// (prompts and activations come on top).
 fn ensure_run_fits(config: &RunConfig, lm: &LmConfig, available: Option<u64>) -> Result<()> {
     lm.ensure_fits(available)?;
     let trainer = &config.trainer;
     let weights = lm.parameter_count() * 4;
+    let (training, trained) = match config.lora.rank {
+        0 => (5 * weights, "optimizer state"),
+        rank => (
+            2 * weights + 5 * lm.lora_parameter_count(rank) * 4,
+            "LoRA adapters with their optimizer state",
+        ),
+    };
     let episodes = trainer.groups as u128 * trainer.group_size as u128;
     let positions = trainer.sampling.max_new_tokens as u128;
     let caches = episodes * positions * lm.kv_bytes_per_position();
     let what = format!(
-        "the weights, optimizer state and the key/value caches of trainer.groups × \
+        "the weights, {trained} and the key/value caches of trainer.groups × \
          trainer.group_size = {episodes} episodes of at least sampling.max_new_tokens = \
          {positions} positions"
     );
-    match shortfall(&what, 5 * weights + caches, available) {
+    match shortfall(&what, training + caches, available) {
         Some(reason) => anyhow::bail!("the run cannot fit in memory: {reason}"),
         None => Ok(()),
     }
@@ -136,5 +145,23 @@ mod tests {
             err.contains("trainer.group_size") && err.contains("24.0 GiB"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_lora_run_counts_the_optimizer_state_of_its_adapters_alone() {
+        let mut config = RunConfig::cpu_tiny(crate::run::envs::EnvName::Keydoor).unwrap();
+        config.trainer.groups = 1;
+        config.trainer.group_size = 1;
+        // A model of ~1.1e9 parameters (4.4 GB of f32 weights): a full fine-tune needs 5 ×,
+        // a rank-8 LoRA run about 2 ×.
+        let lm = LmConfig::new(32_000, 2048, 5632, 22, 32, 4);
+        let available = Some(12 << 30);
+        let err = ensure_run_fits(&config, &lm, available)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("optimizer state"), "{err}");
+        config.lora.rank = 8;
+        ensure_run_fits(&config, &lm, available).unwrap();
+        assert!(lm.lora_parameter_count(8) * 100 < lm.parameter_count());
     }
 }
