@@ -249,6 +249,16 @@ impl Export<'_> {
                 return Err(e);
             }
         };
+        // On disk before it is renamed in: a crash never leaves a complete-looking export with
+        // files the page cache had not written.
+        if let Err(e) = files
+            .iter()
+            .try_for_each(|f| sync(f))
+            .and_then(|()| sync(&partial))
+        {
+            let _ = std::fs::remove_dir_all(&partial);
+            return Err(e);
+        }
         if output.exists() {
             std::fs::remove_dir(output).map_err(|e| export_error(output, e.to_string()))?;
         }
@@ -256,6 +266,8 @@ impl Export<'_> {
             let _ = std::fs::remove_dir_all(&partial);
             return Err(export_error(output, e.to_string()));
         }
+        // The rename itself, best effort (some filesystems cannot sync a directory).
+        let _ = sync(&parent);
         Ok(ExportReport {
             output: output.to_path_buf(),
             files: files
@@ -357,6 +369,13 @@ impl Export<'_> {
             }
         }
     }
+}
+
+/// Flushes a file or directory to disk.
+fn sync(path: &Path) -> Result<()> {
+    std::fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| export_error(path, format!("syncing: {e}")))
 }
 
 /// The file name of a GGUF export inside its output directory.
