@@ -4,12 +4,10 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use burn::module::Param;
-use burn::nn::Linear;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
 use envrl::{Policy, SamplingParams, ScoreRow, Tokenizer, token_mean_cross_entropy};
-use envrl_algos::{CausalLm, HfTokenizer, Pretrained};
+use envrl_algos::{CausalLm, HfParam, HfTokenizer, Pretrained};
 use rand::SeedableRng;
 
 /// The model at `path` (a `.gguf` file or a Hugging Face directory) and its tokenizer, where the
@@ -114,7 +112,7 @@ pub fn grad(model: &Path, input: &Path, output: &Path, device: &Device) -> Resul
     let value = loss.clone().into_scalar::<f32>();
     let grads = GradientsParams::from_grads(loss.backward(), &lm);
     let mut named = serde_json::Map::new();
-    for (name, param) in hf_parameters(&lm) {
+    for (name, param) in lm.hf_parameters() {
         let grad = match param {
             HfParam::Matrix(p, transposed) => grads.get::<2>(p.id).map(|g| {
                 if transposed {
@@ -132,58 +130,6 @@ pub fn grad(model: &Path, input: &Path, output: &Path, device: &Device) -> Resul
         output,
         &serde_json::json!({ "loss": value, "grads": named }),
     )
-}
-
-/// A parameter as Hugging Face stores it: a matrix (transposed: Burn keeps `[in, out]`) or a
-/// vector.
-enum HfParam<'a> {
-    Matrix(&'a Param<Tensor<2>>, bool),
-    Vector(&'a Param<Tensor<1>>),
-}
-
-/// Every parameter of `lm` with its Hugging Face name.
-fn hf_parameters(lm: &CausalLm) -> Vec<(String, HfParam<'_>)> {
-    fn linear<'a>(out: &mut Vec<(String, HfParam<'a>)>, name: String, layer: &'a Linear) {
-        out.push((
-            format!("{name}.weight"),
-            HfParam::Matrix(&layer.weight, true),
-        ));
-        if let Some(bias) = &layer.bias {
-            out.push((format!("{name}.bias"), HfParam::Vector(bias)));
-        }
-    }
-    let model = &lm.model;
-    let mut out = vec![(
-        "model.embed_tokens.weight".to_string(),
-        HfParam::Matrix(&model.embed_tokens, false),
-    )];
-    for (i, layer) in model.layers.iter().enumerate() {
-        let name = |part: &str| format!("model.layers.{i}.{part}");
-        let attn = &layer.self_attn;
-        linear(&mut out, name("self_attn.q_proj"), &attn.q_proj);
-        linear(&mut out, name("self_attn.k_proj"), &attn.k_proj);
-        linear(&mut out, name("self_attn.v_proj"), &attn.v_proj);
-        linear(&mut out, name("self_attn.o_proj"), &attn.o_proj);
-        linear(&mut out, name("mlp.gate_proj"), &layer.mlp.gate_proj);
-        linear(&mut out, name("mlp.up_proj"), &layer.mlp.up_proj);
-        linear(&mut out, name("mlp.down_proj"), &layer.mlp.down_proj);
-        out.push((
-            name("input_layernorm.weight"),
-            HfParam::Vector(&layer.input_layernorm.weight),
-        ));
-        out.push((
-            name("post_attention_layernorm.weight"),
-            HfParam::Vector(&layer.post_attention_layernorm.weight),
-        ));
-    }
-    out.push((
-        "model.norm.weight".into(),
-        HfParam::Vector(&model.norm.weight),
-    ));
-    if let Some(head) = &lm.lm_head {
-        linear(&mut out, "lm_head".into(), head);
-    }
-    out
 }
 
 /// What `envrl lm generate` starts from.

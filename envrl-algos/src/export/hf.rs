@@ -9,7 +9,7 @@ use safetensors::tensor::TensorView;
 use serde_json::{Value, json};
 
 use super::tensors::{Adapters, NamedTensor};
-use super::{Export, WeightDtype};
+use super::{Export, ExportTokenizer, WeightDtype};
 use crate::error::{Error, Result};
 use crate::lm::LmConfig;
 
@@ -129,6 +129,24 @@ pub fn hf_config_json(config: &LmConfig, context: usize) -> Value {
     value
 }
 
+/// Writes `tokenizer.json` and `tokenizer_config.json` into `dir`; returns their paths.
+pub(crate) fn write_tokenizer_files(
+    dir: &Path,
+    tokenizer: &ExportTokenizer<'_>,
+) -> Result<Vec<PathBuf>> {
+    let files = [
+        ("tokenizer.json", tokenizer.tokenizer_json()?),
+        ("tokenizer_config.json", tokenizer.tokenizer_config()),
+    ];
+    files
+        .into_iter()
+        .map(|(name, value)| {
+            let path = dir.join(name);
+            write_json(&path, &value).map(|()| path)
+        })
+        .collect()
+}
+
 /// Writes the whole model directory into `dir`; returns the files written.
 pub(crate) fn write_model_dir(
     dir: &Path,
@@ -155,11 +173,7 @@ pub(crate) fn write_model_dir(
         "generation_config.json",
         &json!({"eos_token_id": tok.stop_ids(), "pad_token_id": tok.pad_id()}),
     )?;
-    json_file("tokenizer.json", &export.tokenizer.tokenizer_json()?)?;
-    json_file(
-        "tokenizer_config.json",
-        &export.tokenizer.tokenizer_config(),
-    )?;
+    files.extend(write_tokenizer_files(dir, &export.tokenizer)?);
 
     let groups = shards(tensors, dtype.bytes(), max_shard_bytes);
     if groups.len() == 1 {

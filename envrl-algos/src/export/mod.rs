@@ -99,19 +99,6 @@ impl WeightDtype {
     }
 }
 
-impl std::str::FromStr for WeightDtype {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "f32" => Ok(Self::F32),
-            "bf16" => Ok(Self::Bf16),
-            "f16" => Ok(Self::F16),
-            other => Err(format!("unknown dtype `{other}` (f32, bf16, f16)")),
-        }
-    }
-}
-
 /// The storage of a GGUF file's matrices (norms and biases stay F32).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GgufType {
@@ -307,15 +294,19 @@ impl Export<'_> {
         }
     }
 
-    /// The context length: the option, else the base model's, else 2048.
-    fn context_length(&self, options: &ExportOptions) -> usize {
-        options
-            .context_length
-            .or_else(|| self.base_model.and_then(base_context_length))
-            .unwrap_or(2048)
+    /// The context length: the option, else the base model's (`base_gguf` when it is a GGUF
+    /// file), else 2048.
+    fn context_length(&self, options: &ExportOptions, base_gguf: Option<&GgufFile>) -> usize {
+        let base = || match (base_gguf, self.base_model) {
+            (Some(file), _) => gguf_context_length(file),
+            (None, Some(dir)) => hf_context_length(dir),
+            (None, None) => None,
+        };
+        options.context_length.or_else(base).unwrap_or(2048)
     }
 
-    /// The base model when it is a GGUF file.
+    /// The base model when it is a GGUF file (read once: its context length and, for a GGUF
+    /// export, its tokenizer keys).
     fn base_gguf(&self) -> Result<Option<GgufFile>> {
         match self.base_model {
             Some(path) if path.is_file() => GgufFile::open(path).map(Some),
@@ -324,7 +315,8 @@ impl Export<'_> {
     }
 
     fn write_into(&self, options: &ExportOptions, dir: &Path) -> Result<Vec<PathBuf>> {
-        let context = self.context_length(options);
+        let base_gguf = self.base_gguf()?;
+        let context = self.context_length(options, base_gguf.as_ref());
         match options.format {
             ExportFormat::Hf => {
                 let tensors = tensors::hf_tensors(self.model)?;
@@ -344,19 +336,13 @@ impl Export<'_> {
                     return Err(self.peft_refusal(dir));
                 };
                 let mut files = hf::write_adapter_dir(dir, &adapters, base, options.dtype)?;
-                let path = dir.join("tokenizer.json");
-                hf::write_json(&path, &self.tokenizer.tokenizer_json()?)?;
-                files.push(path);
-                let path = dir.join("tokenizer_config.json");
-                hf::write_json(&path, &self.tokenizer.tokenizer_config())?;
-                files.push(path);
+                files.extend(hf::write_tokenizer_files(dir, &self.tokenizer)?);
                 Ok(files)
             }
             ExportFormat::Gguf => {
                 let tensors = tensors::hf_tensors(self.model)?;
-                let source = self.base_gguf()?;
                 let metadata =
-                    gguf::gguf_metadata(self, options.gguf_type, context, source.as_ref())?;
+                    gguf::gguf_metadata(self, options.gguf_type, context, base_gguf.as_ref())?;
                 let gguf_tensors = gguf::gguf_tensors(self, &tensors, options.gguf_type)?;
                 let path = dir.join(GGUF_FILE);
                 let file =
@@ -381,17 +367,17 @@ fn sync(path: &Path) -> Result<()> {
 /// The file name of a GGUF export inside its output directory.
 pub const GGUF_FILE: &str = "model.gguf";
 
-/// `max_position_embeddings` of a Hugging Face directory or `{arch}.context_length` of a GGUF
-/// file.
-fn base_context_length(path: &Path) -> Option<usize> {
-    if path.is_dir() {
-        let text = std::fs::read_to_string(path.join("config.json")).ok()?;
-        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-        return value["max_position_embeddings"]
-            .as_u64()
-            .map(|v| v as usize);
-    }
-    let file = GgufFile::open(path).ok()?;
+/// `max_position_embeddings` of a Hugging Face directory's `config.json`.
+fn hf_context_length(dir: &Path) -> Option<usize> {
+    let text = std::fs::read_to_string(dir.join("config.json")).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value["max_position_embeddings"]
+        .as_u64()
+        .map(|v| v as usize)
+}
+
+/// `{arch}.context_length` of a GGUF file.
+fn gguf_context_length(file: &GgufFile) -> Option<usize> {
     let arch = file.string("general.architecture").ok()?;
     file.uint(&format!("{arch}.context_length"))
         .ok()

@@ -4,7 +4,7 @@
 use burn::tensor::Tensor;
 
 use crate::error::{Error, Result};
-use crate::lm::CausalLm;
+use crate::lm::{CausalLm, HfParam};
 
 /// One tensor on the host: its name, shape (outermost first) and f32 values.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,40 +45,18 @@ fn plain<const D: usize>(name: String, tensor: Tensor<D>) -> Result<NamedTensor>
     })
 }
 
-/// Every weight under its Hugging Face name, in the order of a Hugging Face checkpoint: the
-/// embedding, each layer's projections (`[out, in]`, LoRA adapters merged: what the model
-/// computes with), biases and norms, the final norm, and the output layer when untied.
+/// Every weight under its Hugging Face name and layout, in the order of a Hugging Face
+/// checkpoint ([`CausalLm::hf_parameters`]), LoRA adapters merged: what the model computes with.
 pub(crate) fn hf_tensors(model: &CausalLm) -> Result<Vec<NamedTensor>> {
-    let mut out = vec![plain(
-        "model.embed_tokens.weight".into(),
-        model.model.embed_tokens.val(),
-    )?];
-    let projections = model.named_projections();
-    for (i, layer) in model.model.layers.iter().enumerate() {
-        for (name, linear) in projections.iter().skip(7 * i).take(7) {
-            out.push(transposed(format!("{name}.weight"), linear.weight.val())?);
-            if let Some(bias) = &linear.bias {
-                out.push(plain(format!("{name}.bias"), bias.val())?);
-            }
-        }
-        let prefix = format!("model.layers.{i}");
-        out.push(plain(
-            format!("{prefix}.input_layernorm.weight"),
-            layer.input_layernorm.weight.val(),
-        )?);
-        out.push(plain(
-            format!("{prefix}.post_attention_layernorm.weight"),
-            layer.post_attention_layernorm.weight.val(),
-        )?);
-    }
-    out.push(plain(
-        "model.norm.weight".into(),
-        model.model.norm.weight.val(),
-    )?);
-    if let Some(head) = &model.lm_head {
-        out.push(transposed("lm_head.weight".into(), head.weight.val())?);
-    }
-    Ok(out)
+    model
+        .hf_parameters()
+        .into_iter()
+        .map(|(name, param)| match param {
+            HfParam::Matrix(p, true) => transposed(name, p.val()),
+            HfParam::Matrix(p, false) => plain(name, p.val()),
+            HfParam::Vector(p) => plain(name, p.val()),
+        })
+        .collect()
 }
 
 /// A model's LoRA adapters: their rank, `alpha` (scale × rank) and the projections they adapt.

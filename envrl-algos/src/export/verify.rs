@@ -68,11 +68,8 @@ fn load_back(
             Ok((p.model, p.tokenizer))
         }
         ExportFormat::Peft => {
-            let base = export.base_model.unwrap_or(dir);
-            let (model, _) = match base.is_dir() {
-                true => CausalLm::from_hf_dir(base, &device)?,
-                false => CausalLm::from_gguf(base, &device)?,
-            };
+            let base = export.base_model.ok_or_else(|| export.peft_refusal(dir))?;
+            let model = Pretrained::load(base, &device)?.model;
             Ok((model.merge_peft_adapter(dir)?, HfTokenizer::from_dir(dir)?))
         }
     }

@@ -1,10 +1,11 @@
 //! LoRA fine-tuning of [`CausalLm`]: trainable low-rank adapters on the projection weights,
 //! everything else frozen (Burn's `Module::apply_lora`).
 
-use burn::module::{Lora, Module, ParamGroup};
+use burn::module::{Lora, Module, Param, ParamGroup};
 use burn::nn::Linear;
+use burn::tensor::Tensor;
 
-use crate::lm::CausalLm;
+use crate::lm::{CausalLm, DecoderLayer};
 
 /// The parameter paths that get adapters: the attention and MLP projections' weights.
 const ADAPTED: &str = "_proj.weight";
@@ -36,50 +37,135 @@ impl CausalLm {
 
     /// Every attention and MLP projection, layer by layer.
     fn projections(&self) -> impl Iterator<Item = &Linear> {
-        self.named_projections()
-            .into_iter()
-            .map(|(_, linear)| linear)
-    }
-
-    /// [`CausalLm::named_projections`], mutably.
-    pub(crate) fn projections_mut(&mut self) -> Vec<(String, &mut Linear)> {
-        let mut out = Vec::with_capacity(7 * self.model.layers.len());
-        for (i, layer) in self.model.layers.iter_mut().enumerate() {
-            let (a, m) = (&mut layer.self_attn, &mut layer.mlp);
-            for (part, linear) in [
-                ("self_attn.q_proj", &mut a.q_proj),
-                ("self_attn.k_proj", &mut a.k_proj),
-                ("self_attn.v_proj", &mut a.v_proj),
-                ("self_attn.o_proj", &mut a.o_proj),
-                ("mlp.gate_proj", &mut m.gate_proj),
-                ("mlp.up_proj", &mut m.up_proj),
-                ("mlp.down_proj", &mut m.down_proj),
-            ] {
-                out.push((format!("model.layers.{i}.{part}"), linear));
-            }
-        }
-        out
+        self.model.layers.iter().flat_map(DecoderLayer::projections)
     }
 
     /// Every attention and MLP projection with its Hugging Face name
     /// (`model.layers.0.self_attn.q_proj`), layer by layer.
     pub(crate) fn named_projections(&self) -> Vec<(String, &Linear)> {
-        let mut out = Vec::with_capacity(7 * self.model.layers.len());
+        let layers = self.model.layers.iter().map(DecoderLayer::projections);
+        named(layers)
+    }
+
+    /// [`CausalLm::named_projections`], mutably.
+    pub(crate) fn projections_mut(&mut self) -> Vec<(String, &mut Linear)> {
+        let layers = self
+            .model
+            .layers
+            .iter_mut()
+            .map(DecoderLayer::projections_mut);
+        named(layers)
+    }
+}
+
+/// The Hugging Face names of a layer's projections, in [`DecoderLayer::projections`]' order.
+const PROJECTION_NAMES: [&str; 7] = [
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "self_attn.o_proj",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.down_proj",
+];
+
+/// Each layer's projections under `model.layers.{i}.{name}`.
+fn named<T>(layers: impl Iterator<Item = [T; 7]>) -> Vec<(String, T)> {
+    layers
+        .enumerate()
+        .flat_map(|(i, projections)| {
+            PROJECTION_NAMES
+                .iter()
+                .zip(projections)
+                .map(move |(part, linear)| (format!("model.layers.{i}.{part}"), linear))
+        })
+        .collect()
+}
+
+impl DecoderLayer {
+    /// The layer's q, k, v, o, gate, up and down projections.
+    fn projections(&self) -> [&Linear; 7] {
+        let (a, m) = (&self.self_attn, &self.mlp);
+        [
+            &a.q_proj,
+            &a.k_proj,
+            &a.v_proj,
+            &a.o_proj,
+            &m.gate_proj,
+            &m.up_proj,
+            &m.down_proj,
+        ]
+    }
+
+    /// [`DecoderLayer::projections`], mutably.
+    fn projections_mut(&mut self) -> [&mut Linear; 7] {
+        let (a, m) = (&mut self.self_attn, &mut self.mlp);
+        [
+            &mut a.q_proj,
+            &mut a.k_proj,
+            &mut a.v_proj,
+            &mut a.o_proj,
+            &mut m.gate_proj,
+            &mut m.up_proj,
+            &mut m.down_proj,
+        ]
+    }
+}
+
+/// A parameter under its Hugging Face name, as Hugging Face lays it out.
+#[derive(Debug, Clone, Copy)]
+pub enum HfParam<'a> {
+    /// A matrix; `true` when Burn holds it transposed (`Linear` weights are `[in, out]`,
+    /// Hugging Face's `[out, in]`).
+    Matrix(&'a Param<Tensor<2>>, bool),
+    /// A vector (a bias or a norm's gain).
+    Vector(&'a Param<Tensor<1>>),
+}
+
+impl CausalLm {
+    /// Every parameter with its Hugging Face name, in the order of a Hugging Face checkpoint:
+    /// the embedding, each layer's projections (weight, then bias if any) and norms, the final
+    /// norm, and the output layer when untied. A LoRA projection's `Param` computes its adapted
+    /// weight through `val()`.
+    pub fn hf_parameters(&self) -> Vec<(String, HfParam<'_>)> {
+        let mut out = vec![(
+            "model.embed_tokens.weight".to_string(),
+            HfParam::Matrix(&self.model.embed_tokens, false),
+        )];
+        let projections = self.named_projections();
+        let mut projections = projections.into_iter();
         for (i, layer) in self.model.layers.iter().enumerate() {
-            let (a, m) = (&layer.self_attn, &layer.mlp);
-            for (part, linear) in [
-                ("self_attn.q_proj", &a.q_proj),
-                ("self_attn.k_proj", &a.k_proj),
-                ("self_attn.v_proj", &a.v_proj),
-                ("self_attn.o_proj", &a.o_proj),
-                ("mlp.gate_proj", &m.gate_proj),
-                ("mlp.up_proj", &m.up_proj),
-                ("mlp.down_proj", &m.down_proj),
-            ] {
-                out.push((format!("model.layers.{i}.{part}"), linear));
+            for (name, linear) in projections.by_ref().take(7) {
+                push_linear(&mut out, name, linear);
             }
+            out.push((
+                format!("model.layers.{i}.input_layernorm.weight"),
+                HfParam::Vector(&layer.input_layernorm.weight),
+            ));
+            out.push((
+                format!("model.layers.{i}.post_attention_layernorm.weight"),
+                HfParam::Vector(&layer.post_attention_layernorm.weight),
+            ));
+        }
+        out.push((
+            "model.norm.weight".into(),
+            HfParam::Vector(&self.model.norm.weight),
+        ));
+        if let Some(head) = &self.lm_head {
+            push_linear(&mut out, "lm_head".into(), head);
         }
         out
+    }
+}
+
+/// A `Linear`'s weight and bias under `{name}.weight` and `{name}.bias`.
+fn push_linear<'a>(out: &mut Vec<(String, HfParam<'a>)>, name: String, linear: &'a Linear) {
+    out.push((
+        format!("{name}.weight"),
+        HfParam::Matrix(&linear.weight, true),
+    ));
+    if let Some(bias) = &linear.bias {
+        out.push((format!("{name}.bias"), HfParam::Vector(bias)));
     }
 }
 

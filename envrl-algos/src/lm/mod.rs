@@ -20,6 +20,7 @@ pub use config::*;
 pub use gguf::gguf_config;
 pub use hf::read_hf_config;
 pub use kv_cache::*;
+pub use lora::HfParam;
 pub use memory::{available_memory, shortfall};
 pub use qwen2::*;
 pub use sampling::*;

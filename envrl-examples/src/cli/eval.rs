@@ -80,18 +80,12 @@ impl EvalArgs {
 
     /// `--model`: the config from --config or --preset, the model from --model.
     fn evaluate_model(self, model: ModelSource) -> Result<()> {
-        let config = match &self.config {
-            Some(path) => RunConfig::from_toml_file_over(path, self.preset, self.env)?,
-            None => RunConfig::preset(self.preset.unwrap_or(Preset::CpuTiny), self.env)?,
-        };
         let mut overrides = self.overrides.clone();
         if let Some(split) = &self.split {
             overrides.push(format!("tasks.eval_split={split}"));
         }
-        let mut config = config.with_overrides(&overrides)?;
-        if config.env != self.env {
-            bail!("the config is for `{}`, not `{}`", config.env, self.env);
-        }
+        let mut config = RunConfig::from_flags(self.config.as_deref(), self.preset, self.env)?
+            .with_overrides(&overrides)?;
         config.model = model;
         // The model is evaluated as it is: no adapters on top of it.
         config.lora.rank = 0;

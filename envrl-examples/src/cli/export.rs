@@ -6,6 +6,8 @@ use anyhow::Result;
 use clap::Args;
 use envrl_algos::export::{ExportFormat, ExportOptions, GgufType, WeightDtype};
 
+use crate::device::DType;
+
 /// Export a run's trained model for transformers, PEFT, vLLM or llama.cpp.
 #[derive(Args)]
 pub struct ExportArgs {
@@ -21,9 +23,9 @@ pub struct ExportArgs {
     /// A checkpoint of the run (`ckpt-000020`) [default: the latest good one].
     #[arg(long)]
     checkpoint: Option<String>,
-    /// Float type of hf and peft weights: f32 (exact), bf16 or f16.
-    #[arg(long, default_value = "f32", value_parser = |s: &str| s.parse::<WeightDtype>())]
-    dtype: WeightDtype,
+    /// Float type of hf and peft weights (f32: exact).
+    #[arg(long, value_enum, default_value = "f32")]
+    dtype: DType,
     /// Storage of gguf matrices: f32 (exact), f16 or q8_0.
     #[arg(long, default_value = "f32", value_parser = |s: &str| s.parse::<GgufType>())]
     quant: GgufType,
@@ -36,7 +38,11 @@ impl ExportArgs {
     /// As [`crate::run::export_run`].
     pub fn run(self) -> Result<()> {
         let options = ExportOptions {
-            dtype: self.dtype,
+            dtype: match self.dtype {
+                DType::F32 => WeightDtype::F32,
+                DType::Bf16 => WeightDtype::Bf16,
+                DType::F16 => WeightDtype::F16,
+            },
             gguf_type: self.quant,
             ..ExportOptions::new(self.format)
         };

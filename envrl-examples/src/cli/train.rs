@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
 
 use super::DeviceArgs;
@@ -78,14 +78,7 @@ impl RunArgs {
     /// # Errors
     /// When the file cannot be read, a name is unknown or a value impossible.
     pub fn config(&self, env: EnvName) -> Result<RunConfig> {
-        let config = match &self.config {
-            Some(path) => RunConfig::from_toml_file_over(path, self.preset, env)?,
-            None => RunConfig::preset(self.preset.unwrap_or(Preset::CpuTiny), env)?,
-        };
-        if config.env != env {
-            bail!("the config is for `{}`, not `{env}`", config.env);
-        }
-        let mut config = config
+        let mut config = RunConfig::from_flags(self.config.as_deref(), self.preset, env)?
             .with_algorithm(self.algo.as_deref(), self.aux.as_deref())?
             .with_overrides(&self.overrides)?;
         if let Some(seed) = self.seed {

@@ -268,6 +268,22 @@ impl RunConfig {
         preset.config(env)
     }
 
+    /// What `--config` and `--preset` say for `env`: the file over its preset, else the preset
+    /// (`cpu-tiny` by default).
+    ///
+    /// # Errors
+    /// As [`RunConfig::from_toml_file_over`], or when the config is for another environment.
+    pub fn from_flags(file: Option<&Path>, preset: Option<Preset>, env: EnvName) -> Result<Self> {
+        let config = match file {
+            Some(path) => Self::from_toml_file_over(path, preset, env)?,
+            None => Self::preset(preset.unwrap_or(Preset::CpuTiny), env)?,
+        };
+        if config.env != env {
+            anyhow::bail!("the config is for `{}`, not `{env}`", config.env);
+        }
+        Ok(config)
+    }
+
     /// Reads a TOML config file over its preset: fields the file leaves out come from the
     /// preset it names (`preset = "…"`), or from `preset` (`--preset`), or from `cpu-tiny`, for
     /// environment `env` unless the file names its own.

@@ -330,19 +330,12 @@ pub fn load_checkpoint<M: Module>(
     let state: CheckpointState =
         serde_json::from_value(value).map_err(|e| fail(STATE_FILE, e.to_string()))?;
     let read = |file: &str| read_whole(&path.join(file)).map_err(|e| fail(file, e.to_string()));
-    let load_module = |file: &str, module: M| -> Result<M> {
-        let record =
-            ModuleRecord::from_bytes(read(file)?).map_err(|e| fail(file, e.to_string()))?;
-        module
-            .try_load_record(record)
-            .map_err(|e| fail(file, e.to_string()))
-    };
     let reference = if path.join(REFERENCE_FILE).exists() {
-        Some(load_module(REFERENCE_FILE, model.clone())?)
+        Some(load_module(path, REFERENCE_FILE, model.clone())?)
     } else {
         None
     };
-    let model = load_module(MODEL_FILE, model)?;
+    let model = load_module(path, MODEL_FILE, model)?;
     let optimizer = optimizer
         .from_bytes(read(OPTIMIZER_FILE)?)
         .map_err(|e| fail(OPTIMIZER_FILE, e.to_string()))?;
@@ -362,10 +355,6 @@ pub fn load_checkpoint<M: Module>(
 /// [`Error::Checkpoint`] when the directory is missing, does not verify, or its model does not
 /// fit `model`.
 pub fn load_checkpoint_model<M: Module>(path: &Path, model: M) -> Result<M> {
-    let fail = |reason: String| Error::Checkpoint {
-        path: path.join(MODEL_FILE),
-        reason,
-    };
     if !path.is_dir() {
         return Err(Error::Checkpoint {
             path: path.to_path_buf(),
@@ -373,9 +362,18 @@ pub fn load_checkpoint_model<M: Module>(path: &Path, model: M) -> Result<M> {
         });
     }
     verify_checkpoint(path)?;
-    let bytes = read_whole(&path.join(MODEL_FILE)).map_err(|e| fail(e.to_string()))?;
+    load_module(path, MODEL_FILE, model)
+}
+
+/// `module` with the record of the checkpoint file `dir/file`, read whole into memory.
+fn load_module<M: Module>(dir: &Path, file: &str, module: M) -> Result<M> {
+    let fail = |reason: String| Error::Checkpoint {
+        path: dir.join(file),
+        reason,
+    };
+    let bytes = read_whole(&dir.join(file)).map_err(|e| fail(e.to_string()))?;
     let record = ModuleRecord::from_bytes(bytes).map_err(|e| fail(e.to_string()))?;
-    model
+    module
         .try_load_record(record)
         .map_err(|e| fail(e.to_string()))
 }
