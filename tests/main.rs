@@ -40,5 +40,5 @@ mod robustness;
 // The exact update path: micro-batching, placebo objectives, common random numbers.
 mod update_path;
 
-// From-scratch tiny LM + GRPO learns the key-and-door world.
+// From-scratch tiny LM + GRPO learns the key-and-door world, with f32 and bf16 acting weights.
 mod training_smoke;

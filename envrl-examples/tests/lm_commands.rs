@@ -241,22 +241,34 @@ fn benchmarks_run_an_architecture_from_its_config() {
 /// down (rollout, update), from the run's own metrics.
 #[test]
 fn bench_iteration_breaks_an_iteration_down() {
-    let out = Command::new(env!("CARGO_BIN_EXE_envrl"))
-        .args(["bench", "iteration", "keydoor", "--iterations", "2"])
-        .args(["--set", "warmup.steps=5", "--set", "trainer.groups=2"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("| iteration | wall s | rollout s | update s"),
-        "{stdout}"
-    );
-    for row in ["| 0 |", "| 1 |", "| mean |"] {
-        assert!(stdout.contains(row), "{row} missing: {stdout}");
+    for weights in ["f32", "bf16"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_envrl"))
+            .args(["bench", "iteration", "keydoor", "--iterations", "2"])
+            .args(["--set", "warmup.steps=5", "--set", "trainer.groups=2"])
+            .args(["--set", &format!("trainer.rollout_weights={weights}")])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout
+                .contains("| iteration | wall s | rollout s | old-log-prob recompute s | update s"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("rollout weights: {weights}")),
+            "{stdout}"
+        );
+        for row in ["| 0 |", "| 1 |", "| mean |"] {
+            let line = stdout.lines().find(|l| l.starts_with(row));
+            let line = line.unwrap_or_else(|| panic!("{row} missing: {stdout}"));
+            // The mismatch column: a number exactly when the old log-probs were recomputed.
+            let mismatch = line.trim_end_matches(" |").rsplit("| ").next().unwrap();
+            assert_eq!(mismatch == "—", weights == "f32", "{line}");
+        }
     }
 }

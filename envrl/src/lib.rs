@@ -49,7 +49,7 @@ pub use auxiliary::{AuxExample, AuxObjective, token_mean_cross_entropy};
 pub use critic::Critic;
 pub use env::{Environment, Observation, StepOutcome};
 pub use error::{Error, Result};
-pub use policy::{Generation, SamplingParams, ScoreRow, Tokenizer};
+pub use policy::{Generation, RolloutWeights, SamplingParams, ScoreRow, Tokenizer};
 #[cfg(feature = "burn")]
 pub use policy::{Policy, TokenScores};
 pub use rollout::{

@@ -1,6 +1,7 @@
 //! The causal-LM policy: a decoder-only transformer of the Qwen2 family, its KV cache,
 //! sampling and batched generation.
 
+mod acting;
 mod config;
 pub(crate) mod generate;
 pub(crate) mod gguf;

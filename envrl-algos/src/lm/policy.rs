@@ -1,7 +1,7 @@
 //! [`envrl::Policy`] for [`CausalLm`]: batched sampling and differentiable scoring.
 
 use burn::tensor::{Int, Tensor, TensorData};
-use envrl::{Generation, Policy, SamplingParams, ScoreRow, TokenScores};
+use envrl::{Generation, Policy, RolloutWeights, SamplingParams, ScoreRow, TokenScores};
 use rand_chacha::ChaCha8Rng;
 
 use crate::lm::CausalLm;
@@ -20,6 +20,10 @@ impl Policy for CausalLm {
         rng: &mut ChaCha8Rng,
     ) -> Vec<Generation> {
         self.generate_batch(prompts, stop_ids, PAD, params, rng)
+    }
+
+    fn acting_copy(&self, weights: RolloutWeights) -> envrl::Result<Self> {
+        CausalLm::acting_copy(self, weights)
     }
 
     fn prefill_tokens_saved(&self, prompts: &[Vec<u32>]) -> usize {

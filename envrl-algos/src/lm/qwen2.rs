@@ -12,7 +12,11 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use std::sync::Arc;
+
+use crate::lm::acting::{ActingWeights, PackedLayer, packed_product};
 use crate::lm::init::{self, normal, param};
+use crate::lm::kernels::packed::PackedMatrix;
 use crate::lm::kernels::{matmul, rms_norm, softmax_rows, swiglu};
 use crate::lm::mask::attention_bias;
 use crate::lm::rope::RopeTables;
@@ -50,11 +54,16 @@ impl Mlp {
     /// # Shapes
     /// - `x`: `[batch, seq, d_model]`; returns the same shape.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        self.forward_with(x, None)
+    }
+
+    /// [`Mlp::forward`] with an acting copy's packed matrices when given.
+    fn forward_with(&self, x: Tensor<3>, packed: Option<&PackedLayer>) -> Tensor<3> {
         let hidden = swiglu(
-            project(&self.gate_proj, x.clone()),
-            project(&self.up_proj, x),
+            project(&self.gate_proj, packed.map(|p| &p.gate), x.clone()),
+            project(&self.up_proj, packed.map(|p| &p.up), x),
         );
-        project(&self.down_proj, hidden)
+        project(&self.down_proj, packed.map(|p| &p.down), hidden)
     }
 }
 
@@ -91,15 +100,27 @@ impl Attention {
         bias: Option<Tensor<4>>,
         cache: Option<(&mut KvCache, usize)>,
     ) -> Tensor<3> {
+        self.forward_with(x, rope, bias, cache, None)
+    }
+
+    /// [`Attention::forward`] with an acting copy's packed matrices when given.
+    fn forward_with(
+        &self,
+        x: Tensor<3>,
+        rope: &RopeTables,
+        bias: Option<Tensor<4>>,
+        cache: Option<(&mut KvCache, usize)>,
+        packed: Option<&PackedLayer>,
+    ) -> Tensor<3> {
         let [batch, seq, _] = x.dims();
         let (h, kvh, hd) = (self.n_heads, self.n_kv_heads, self.head_dim);
-        let q = project(&self.q_proj, x.clone())
+        let q = project(&self.q_proj, packed.map(|p| &p.q), x.clone())
             .reshape([batch, seq, h, hd])
             .swap_dims(1, 2);
-        let k = project(&self.k_proj, x.clone())
+        let k = project(&self.k_proj, packed.map(|p| &p.k), x.clone())
             .reshape([batch, seq, kvh, hd])
             .swap_dims(1, 2);
-        let v = project(&self.v_proj, x)
+        let v = project(&self.v_proj, packed.map(|p| &p.v), x)
             .reshape([batch, seq, kvh, hd])
             .swap_dims(1, 2);
         let q = rope.apply(q);
@@ -113,6 +134,7 @@ impl Attention {
         let out = scaled_dot_product(q, k, v, bias);
         project(
             &self.o_proj,
+            packed.map(|p| &p.o),
             out.swap_dims(1, 2).reshape([batch, seq, h * hd]),
         )
     }
@@ -141,14 +163,18 @@ fn scaled_dot_product(
     matmul(probs, v)
 }
 
-/// `x · W + b` for `x` of `[batch, seq, d_in]`, as one 2-D product over all `batch · seq` rows.
+/// `x · W + b` for `x` of `[batch, seq, d_in]`, as one 2-D product over all `batch · seq` rows,
+/// with `packed` in place of `W` when given (an acting copy).
 /// `Linear::forward` broadcasts the weight over the batch instead, which runs one product per
 /// row and, in decoding (one position per row), streams the whole weight matrix once per row.
-pub(crate) fn project(linear: &Linear, x: Tensor<3>) -> Tensor<3> {
+pub(crate) fn project(linear: &Linear, packed: Option<&PackedMatrix>, x: Tensor<3>) -> Tensor<3> {
     let [batch, seq, d_in] = x.dims();
-    let weight = linear.weight.val();
-    let d_out = weight.dims()[1];
-    let y = matmul(x.reshape([batch * seq, d_in]), weight);
+    let x = x.reshape([batch * seq, d_in]);
+    let y = match packed {
+        Some(packed) => packed_product(x, packed),
+        None => matmul(x, linear.weight.val()),
+    };
+    let d_out = y.dims()[1];
     let y = match &linear.bias {
         Some(bias) => y + bias.val().unsqueeze::<2>(),
         None => y,
@@ -187,12 +213,14 @@ impl DecoderLayer {
         rope: &RopeTables,
         bias: Option<Tensor<4>>,
         cache: Option<(&mut KvCache, usize)>,
+        packed: Option<&PackedLayer>,
     ) -> Tensor<3> {
-        let x = x.clone()
-            + self
-                .self_attn
-                .forward(self.input_layernorm.forward(x), rope, bias, cache);
-        x.clone() + self.mlp.forward(self.post_attention_layernorm.forward(x))
+        let normed = self.input_layernorm.forward(x.clone());
+        let x = x + self
+            .self_attn
+            .forward_with(normed, rope, bias, cache, packed);
+        let normed = self.post_attention_layernorm.forward(x.clone());
+        x + self.mlp.forward_with(normed, packed)
     }
 }
 
@@ -231,6 +259,10 @@ pub struct CausalLm {
     pub lm_head: Option<Linear>,
     /// RoPE base θ.
     pub rope_theta: f64,
+    /// The packed matrices of an acting copy ([`CausalLm::acting_copy`]); `None` for a model
+    /// that computes with its own weights.
+    #[module(skip)]
+    pub(crate) acting: Option<Arc<ActingWeights>>,
 }
 
 impl CausalLm {
@@ -305,6 +337,7 @@ impl CausalLm {
             },
             lm_head,
             rope_theta: config.rope_theta,
+            acting: None,
         })
     }
 
@@ -351,7 +384,8 @@ impl CausalLm {
         let mut x = embedding(self.model.embed_tokens.val(), ids);
         for (i, layer) in self.model.layers.iter().enumerate() {
             let layer_cache = cache.as_deref_mut().map(|c| (c, i));
-            x = layer.forward(x, &rope, bias.clone(), layer_cache);
+            let packed = self.acting.as_ref().map(|a| &a.layers[i]);
+            x = layer.forward(x, &rope, bias.clone(), layer_cache, packed);
         }
         if let Some(cache) = cache {
             cache.key_valid = batch.key_valid.to_vec();
@@ -364,8 +398,14 @@ impl CausalLm {
     /// # Shapes
     /// - `hidden`: `[batch, seq, d_model]`; returns `[batch, seq, vocab]`
     pub fn logits(&self, hidden: Tensor<3>) -> Tensor<3> {
+        if let Some(acting) = &self.acting {
+            let [batch, seq, d_model] = hidden.dims();
+            let vocab = acting.output.rows();
+            return packed_product(hidden.reshape([batch * seq, d_model]), &acting.output)
+                .reshape([batch, seq, vocab]);
+        }
         match &self.lm_head {
-            Some(head) => project(head, hidden),
+            Some(head) => project(head, None, hidden),
             None => {
                 // One 2-D product with the transposed embedding as a strided view: going
                 // through `linear` would unsqueeze the transpose, which copies the whole

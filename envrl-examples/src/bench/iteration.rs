@@ -14,6 +14,8 @@ pub struct IterationCost {
     pub wall_s: f64,
     /// Seconds of the rollout (generation and environment steps).
     pub rollout_s: f64,
+    /// Seconds of the recompute of the old log-probabilities (0 when they were not).
+    pub recompute_s: f64,
     /// Seconds of the update (scoring, backward, optimizer steps, objectives).
     pub update_s: f64,
     /// Generated tokens per second of the rollout.
@@ -25,6 +27,9 @@ pub struct IterationCost {
     /// Prompt tokens not prefilled because another row shared them (0 when the metric is
     /// absent: runs of builds before it).
     pub prefill_tokens_saved: f64,
+    /// Mean absolute log-probability difference per token between the acting copy and the
+    /// learner (`None` when not recomputed).
+    pub logprob_mismatch: Option<f64>,
 }
 
 impl IterationCost {
@@ -36,22 +41,30 @@ impl IterationCost {
         Ok(Self {
             wall_s: m.value(names::WALL_S)?,
             rollout_s: m.value(names::ROLLOUT_S)?,
+            recompute_s: m.get(names::RECOMPUTE_S).unwrap_or(0.0),
             update_s: m.value(names::UPDATE_S)?,
             gen_tokens_per_s: m.value(names::GEN_TOKENS_PER_S)?,
             train_tokens_per_s: m.value(names::TRAIN_TOKENS_PER_S)?,
             env_steps: m.value(names::ENV_STEPS_PER_S)? * m.value(names::ROLLOUT_S)?,
             prefill_tokens_saved: m.get(names::PREFILL_TOKENS_SAVED).unwrap_or(0.0),
+            logprob_mismatch: m.get(names::LOGPROB_MISMATCH),
         })
     }
 
     /// The table row of iteration `label`.
     pub fn row(&self, label: &str) -> String {
         let share = |s: f64| 100.0 * s / self.wall_s.max(1e-9);
+        let mismatch = self
+            .logprob_mismatch
+            .map_or("—".to_string(), |m| format!("{m:.1e}"));
         format!(
-            "| {label} | {:.2} | {:.2} ({:.0} %) | {:.2} ({:.0} %) | {:.0} | {:.0} | {:.0} | {:.0} |",
+            "| {label} | {:.2} | {:.2} ({:.0} %) | {:.2} ({:.0} %) | {:.2} ({:.0} %) | {:.0} | \
+             {:.0} | {:.0} | {:.0} | {mismatch} |",
             self.wall_s,
             self.rollout_s,
             share(self.rollout_s),
+            self.recompute_s,
+            share(self.recompute_s),
             self.update_s,
             share(self.update_s),
             self.env_steps,
@@ -98,11 +111,13 @@ pub fn bench_iteration(args: TrainArgs) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     println!();
+    println!("rollout weights: {}", config.trainer.rollout_weights);
+    println!();
     println!(
-        "| iteration | wall s | rollout s | update s | env steps | generated tokens/s | prefill \
-         tokens shared | trained tokens/s |"
+        "| iteration | wall s | rollout s | old-log-prob recompute s | update s | env steps | \
+         generated tokens/s | prefill tokens shared | trained tokens/s | log-prob mismatch |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (i, cost) in costs.iter().enumerate() {
         println!("{}", cost.row(&i.to_string()));
     }
@@ -119,10 +134,15 @@ fn mean(costs: &[IterationCost]) -> Option<IterationCost> {
     (!costs.is_empty()).then(|| IterationCost {
         wall_s: avg(|c| c.wall_s),
         rollout_s: avg(|c| c.rollout_s),
+        recompute_s: avg(|c| c.recompute_s),
         update_s: avg(|c| c.update_s),
         gen_tokens_per_s: avg(|c| c.gen_tokens_per_s),
         train_tokens_per_s: avg(|c| c.train_tokens_per_s),
         env_steps: avg(|c| c.env_steps),
         prefill_tokens_saved: avg(|c| c.prefill_tokens_saved),
+        logprob_mismatch: {
+            let m: Vec<f64> = costs.iter().filter_map(|c| c.logprob_mismatch).collect();
+            (!m.is_empty()).then(|| m.iter().sum::<f64>() / m.len() as f64)
+        },
     })
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use burn::module::Module;
 use burn::tensor::Device;
-use envrl::{BehaviourCloning, SamplingParams, ScoreRow};
+use envrl::{BehaviourCloning, RolloutWeights, SamplingParams, ScoreRow};
 use envrl_algos::{CausalLm, LmConfig, Pretrained, read_hf_config};
 
 use super::bandwidth;
@@ -167,6 +167,10 @@ pub struct GenerateBench {
     /// A Python with torch, transformers and gguf: adds the PyTorch column (f32 only).
     #[arg(long)]
     pub python: Option<PathBuf>,
+    /// The acting copies' weight formats to time generation with (`f32`, `bf16`, `int8`),
+    /// comma-separated; the lighter ones need `--dtype f32` on the CPU.
+    #[arg(long, default_value = "f32,bf16,int8", value_delimiter = ',')]
+    pub weights: Vec<RolloutWeights>,
     /// The device and the float type of the weights and activations (f32 by default).
     #[command(flatten)]
     pub device: DeviceArgs,
@@ -211,40 +215,36 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
         top_k: 0,
         max_new_tokens: bench.new_tokens,
     };
+    let prompts: Vec<(usize, Vec<Vec<u32>>)> = bench
+        .batches
+        .iter()
+        .map(|&batch| {
+            let rows = (0..batch)
+                .map(|_| random_ids(&mut rng, vocab, bench.prompt_len))
+                .collect();
+            (batch, rows)
+        })
+        .collect();
     let mut generation = Vec::new();
-    for &batch in &bench.batches {
-        let prompts: Vec<Vec<u32>> = (0..batch)
-            .map(|_| random_ids(&mut rng, vocab, bench.prompt_len))
-            .collect();
-        let warm = SamplingParams {
-            max_new_tokens: 2,
-            ..params
+    for &weights in &bench.weights {
+        let acting = match model.acting_copy(weights) {
+            Ok(acting) => acting,
+            Err(e) if weights != RolloutWeights::F32 => {
+                eprintln!("skipping the {weights} acting copy: {e}");
+                continue;
+            }
+            Err(e) => return Err(e.into()),
         };
-        model.generate_batch(&prompts, &[], 0, &warm, &mut rng);
-        let mut produced = 0;
-        let mut timing = timed(0, || {
-            produced = model
-                .generate_batch(&prompts, &[], 0, &params, &mut rng)
-                .iter()
-                .map(|g| g.tokens.len())
-                .sum();
-        });
-        timing.tokens = produced as f64;
-        // The same with one new token: the prompt's prefill and the first step, so that the
-        // difference is the decoding of the other tokens alone.
-        let first = SamplingParams {
-            max_new_tokens: 1,
-            ..params
-        };
-        let prefill_only = timed(0, || {
-            model.generate_batch(&prompts, &[], 0, &first, &mut rng);
-        });
-        let decoding = Timing {
-            tokens: (produced.saturating_sub(batch)) as f64,
-            seconds: (timing.seconds - prefill_only.seconds).max(1e-9),
-            cpu_seconds: (timing.cpu_seconds - prefill_only.cpu_seconds).max(0.0),
-        };
-        generation.push((batch, timing, decoding));
+        for (batch, rows) in &prompts {
+            let (timing, decoding) = time_generation(&acting, rows, &params, &mut rng);
+            generation.push(GenerationTiming {
+                weights,
+                bytes: acting.decoding_bytes(),
+                batch: *batch,
+                timing,
+                decoding,
+            });
+        }
     }
 
     let reference = match &bench.python {
@@ -293,54 +293,106 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
             .as_ref()
             .and_then(|r| Timing::from_json(&r[format!("generate_b{batch}")]))
     };
-    for &(batch, timing, _) in &generation {
+    for g in &generation {
         row(
             &format!(
-                "generation, batch {batch}, {} + {} tokens, KV cache",
-                bench.prompt_len, bench.new_tokens
+                "generation, batch {}, {} + {} tokens, KV cache, {} weights",
+                g.batch, bench.prompt_len, bench.new_tokens, g.weights
             ),
-            timing,
-            reference_of(batch),
+            g.timing,
+            reference_of(g.batch),
         );
     }
 
     // Decoding reads every weight once per step: how close each rate comes to that bound.
     let bw = bandwidth::measure(256, 5);
-    let weight_bytes = config.parameter_count() as f64 * dtype.bytes() as f64;
+    let f32_bytes = model.decoding_bytes() as f64;
     println!();
     println!(
         "memory bandwidth (STREAM, 3 × 256 MiB, {threads} threads): copy {:.1} GB/s, triad {:.1} \
-         GB/s; weights {:.0} MB ({}) read once per decoding step",
+         GB/s; each decoding step reads the matrices once: {:.0} MB in {}",
         bw.copy,
         bw.triad,
-        weight_bytes / 1e6,
+        f32_bytes / 1e6,
         dtype.name()
     );
     println!();
     println!(
-        "| decoding alone (the run with 1 new token subtracted) | envrl (tokens/s) | PyTorch \
-         eager (tokens/s) | bound at triad bandwidth | envrl's fraction of the bound | \
-         PyTorch's |"
+        "| decoding alone (the run with 1 new token subtracted) | weights (MB read per step) | \
+         envrl (tokens/s) | PyTorch eager f32 (tokens/s) | envrl ÷ PyTorch | bound at triad \
+         bandwidth | envrl's fraction of its bound | PyTorch's of the f32 bound |"
     );
-    println!("|---|---|---|---|---|---|");
-    for &(batch, _, decoding) in &generation {
-        let bound = bandwidth::decode_bound(weight_bytes, bw.triad, batch);
+    println!("|---|---|---|---|---|---|---|---|");
+    for g in &generation {
+        let bound = bandwidth::decode_bound(g.bytes as f64, bw.triad, g.batch);
+        let f32_bound = bandwidth::decode_bound(f32_bytes, bw.triad, g.batch);
         let torch = reference.as_ref().and_then(|r| {
-            let all = Timing::from_json(&r[format!("generate_b{batch}")])?;
-            let first = Timing::from_json(&r[format!("first_b{batch}")])?;
+            let all = Timing::from_json(&r[format!("generate_b{}", g.batch)])?;
+            let first = Timing::from_json(&r[format!("first_b{}", g.batch)])?;
             Some((all.tokens - first.tokens) / (all.seconds - first.seconds).max(1e-9))
         });
+        let ours = g.decoding.per_second();
         let cell = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("—".into(), f);
         println!(
-            "| batch {batch}, {} tokens per row | {:.0} | {} | {bound:.0} | {:.0} % | {} |",
+            "| batch {}, {} tokens per row | {} ({:.0}) | {ours:.0} | {} | {} | {bound:.0} | \
+             {:.0} % | {} |",
+            g.batch,
             bench.new_tokens.saturating_sub(1),
-            decoding.per_second(),
+            g.weights,
+            g.bytes as f64 / 1e6,
             cell(torch, &|t| format!("{t:.0}")),
-            100.0 * decoding.per_second() / bound,
-            cell(torch, &|t| format!("{:.0} %", 100.0 * t / bound)),
+            cell(torch, &|t| format!("{:.2}×", ours / t)),
+            100.0 * ours / bound,
+            cell(torch, &|t| format!("{:.0} %", 100.0 * t / f32_bound)),
         );
     }
     Ok(())
+}
+
+/// Generation timed with one acting copy at one batch size.
+struct GenerationTiming {
+    weights: RolloutWeights,
+    /// The bytes of the matrices one decoding step reads.
+    bytes: usize,
+    batch: usize,
+    /// The whole generation.
+    timing: Timing,
+    /// The decoding steps alone.
+    decoding: Timing,
+}
+
+/// Times `model`'s generation of `params.max_new_tokens` for `prompts` (after a 2-token
+/// warm-up), and the decoding alone: the same run with one new token (the prefill and the first
+/// step) subtracted.
+fn time_generation(
+    model: &CausalLm,
+    prompts: &[Vec<u32>],
+    params: &SamplingParams,
+    rng: &mut ChaCha8Rng,
+) -> (Timing, Timing) {
+    let with_tokens = |n: usize| SamplingParams {
+        max_new_tokens: n,
+        ..params.clone()
+    };
+    model.generate_batch(prompts, &[], 0, &with_tokens(2), rng);
+    let mut produced = 0;
+    let mut timing = timed(0, || {
+        produced = model
+            .generate_batch(prompts, &[], 0, params, rng)
+            .iter()
+            .map(|g| g.tokens.len())
+            .sum();
+    });
+    timing.tokens = produced as f64;
+    let prefill_only = timed(0, || {
+        model.generate_batch(prompts, &[], 0, &with_tokens(1), rng);
+    });
+    let decoding = Timing {
+        tokens: produced.saturating_sub(prompts.len()) as f64,
+        seconds: (timing.seconds - prefill_only.seconds).max(1e-9),
+        cpu_seconds: (timing.cpu_seconds - prefill_only.cpu_seconds).max(0.0),
+    };
+    (timing, decoding)
 }
 
 /// Shapes of `envrl bench train` (its command-line flags).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use burn::module::Module;
 use burn::tensor::Device;
-use envrl::{Demonstration, Environment, Tokenizer};
+use envrl::{Demonstration, Environment, RolloutWeights, Tokenizer};
 use envrl_algos::recipe::{builtin_objectives, word_tokenizer};
 use envrl_algos::{CausalLm, LmConfig, Pretrained, WordTokenizer, available_memory, shortfall};
 
@@ -101,8 +101,9 @@ pub(crate) fn load<E: Environment>(
 /// weights); for a LoRA run, the frozen weights, the adapted weights its forward pass
 /// materialises (2 × the weights; the reference shares the frozen base), and the adapters with
 /// their reference copy, gradients and moments (5 × the adapters); then the key/value caches of
-/// the `groups × group_size` episodes one iteration plays, each at least `max_new_tokens` long
-/// (prompts and activations come on top).
+/// the `groups × group_size` episodes one iteration plays, each at least `max_new_tokens` long,
+/// and a lighter acting copy's packed matrices (2 bytes a weight in bf16, 1.125 in int8; prompts
+/// and activations come on top).
 fn ensure_run_fits(config: &RunConfig, lm: &LmConfig, available: Option<u64>) -> Result<()> {
     lm.ensure_fits(available)?;
     let trainer = &config.trainer;
@@ -114,15 +115,25 @@ fn ensure_run_fits(config: &RunConfig, lm: &LmConfig, available: Option<u64>) ->
             "LoRA adapters with their optimizer state",
         ),
     };
+    let acting = match trainer.rollout_weights {
+        RolloutWeights::F32 => 0,
+        RolloutWeights::Bf16 => 2 * lm.parameter_count(),
+        RolloutWeights::Int8 => lm.parameter_count() * 9 / 8,
+    };
     let episodes = trainer.groups as u128 * trainer.group_size as u128;
     let positions = trainer.sampling.max_new_tokens as u128;
     let caches = episodes * positions * lm.kv_bytes_per_position();
     let what = format!(
         "the weights, {trained} and the key/value caches of trainer.groups × \
          trainer.group_size = {episodes} episodes of at least sampling.max_new_tokens = \
-         {positions} positions"
+         {positions} positions{}",
+        if acting > 0 {
+            format!(", and the {} acting copy", trainer.rollout_weights)
+        } else {
+            String::new()
+        }
     );
-    match shortfall(&what, training + caches, available) {
+    match shortfall(&what, training + acting + caches, available) {
         Some(reason) => anyhow::bail!("the run cannot fit in memory: {reason}"),
         None => Ok(()),
     }

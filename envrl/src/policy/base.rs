@@ -2,7 +2,8 @@ use burn::module::Module;
 use burn::tensor::Tensor;
 use rand_chacha::ChaCha8Rng;
 
-use crate::policy::{Generation, SamplingParams, ScoreRow};
+use crate::error::{Error, Result};
+use crate::policy::{Generation, RolloutWeights, SamplingParams, ScoreRow};
 
 /// Per-token scores of a batch of [`ScoreRow`]s, padded to the longest target.
 #[derive(Debug, Clone)]
@@ -40,5 +41,25 @@ pub trait Policy: Module + 'static {
     fn prefill_tokens_saved(&self, prompts: &[Vec<u32>]) -> usize {
         let _ = prompts;
         0
+    }
+
+    /// The copy of this policy that plays rollouts, off the autodiff graph, with its weights
+    /// stored as `weights` says (see [`RolloutWeights`]). The default gives [`Module::valid`]
+    /// for [`RolloutWeights::F32`] and refuses the lighter formats.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (field `rollout_weights`) when the policy cannot store its
+    /// weights that way.
+    fn acting_copy(&self, weights: RolloutWeights) -> Result<Self>
+    where
+        Self: Sized,
+    {
+        match weights {
+            RolloutWeights::F32 => Ok(self.valid()),
+            other => Err(Error::config(
+                "rollout_weights",
+                format!("this policy has no `{other}` acting copy; use `f32`"),
+            )),
+        }
     }
 }

@@ -4,7 +4,7 @@ use derive_builder::Builder;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::policy::SamplingParams;
+use crate::policy::{RolloutWeights, SamplingParams};
 use crate::trainer::LossAggregation;
 
 /// The settings of a training run that do not depend on the algorithm.
@@ -76,6 +76,16 @@ pub struct TrainerConfig {
     /// steps (`grad/actor_norm`, `grad/aux_norm/<name>`, `grad/aux_cos/<name>`); 0 (the
     /// default) never.
     pub grad_diagnostics_every: usize,
+    /// How the copy of the policy that plays rollouts (and evaluations) stores its weights
+    /// ([`RolloutWeights`]; [`Policy::acting_copy`](crate::Policy::acting_copy)). Default `f32`,
+    /// the policy's own weights.
+    pub rollout_weights: RolloutWeights,
+    /// Score the rollout's responses with the learner's weights before the update and use
+    /// those log-probabilities as the clipped loss's old ones (verl's recompute), logging
+    /// `rollout/logprob_mismatch` against the acting copy's. `None` (the default) turns it on
+    /// exactly when `rollout_weights` is not `f32`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recompute_old_logprobs: Option<bool>,
 }
 
 impl Default for TrainerConfig {
@@ -118,6 +128,8 @@ impl TrainerConfig {
             keep_checkpoints: 2,
             max_aux_tokens: 8192,
             grad_diagnostics_every: 0,
+            rollout_weights: RolloutWeights::F32,
+            recompute_old_logprobs: None,
         }
     }
 
@@ -159,6 +171,13 @@ impl TrainerConfigBuilder {
 }
 
 impl TrainerConfig {
+    /// Whether the old log-probabilities are recomputed with the learner's weights:
+    /// `recompute_old_logprobs`, else whether the acting copy is lighter than `f32`.
+    pub fn recomputes_old_logprobs(&self) -> bool {
+        self.recompute_old_logprobs
+            .unwrap_or(self.rollout_weights != RolloutWeights::F32)
+    }
+
     /// A builder starting from the defaults.
     pub fn builder() -> TrainerConfigBuilder {
         TrainerConfigBuilder::default()
@@ -323,6 +342,28 @@ mod tests {
         let config = TrainerConfig::builder().with_groups(20).build().unwrap();
         let err = config.validate_against_tasks(10).unwrap_err();
         assert!(err.to_string().contains("`groups`"), "{err}");
+    }
+
+    #[test]
+    fn old_logprobs_are_recomputed_by_default_exactly_for_a_lighter_acting_copy() {
+        let with = |weights, recompute| {
+            TrainerConfig::builder()
+                .with_rollout_weights(weights)
+                .with_recompute_old_logprobs(recompute)
+                .build()
+                .unwrap()
+                .recomputes_old_logprobs()
+        };
+        assert!(!with(RolloutWeights::F32, None));
+        assert!(with(RolloutWeights::Bf16, None));
+        assert!(with(RolloutWeights::Int8, None));
+        assert!(with(RolloutWeights::F32, Some(true)));
+        assert!(!with(RolloutWeights::Bf16, Some(false)));
+        let config: TrainerConfig = serde_json::from_str(r#"{"rollout_weights": "bf16"}"#).unwrap();
+        assert_eq!(config.rollout_weights, RolloutWeights::Bf16);
+        let err =
+            serde_json::from_str::<TrainerConfig>(r#"{"rollout_weights": "fp8"}"#).unwrap_err();
+        assert!(err.to_string().contains("fp8"), "{err}");
     }
 
     #[test]

@@ -96,6 +96,32 @@ impl LearnerBatch {
         }
     }
 
+    /// Puts `recomputed` (the learner's log-probability of every response token, row by row)
+    /// in place of the old log-probabilities the acting copy reported, and returns the mean
+    /// absolute difference per token between the two (0 without tokens).
+    ///
+    /// # Panics
+    /// Panics if `recomputed` does not hold as many rows and tokens as the batch.
+    pub fn replace_old_logprobs(&mut self, recomputed: Vec<Vec<f32>>) -> f64 {
+        assert_eq!(recomputed.len(), self.old_logprobs.len(), "one row per row");
+        let (mut sum, mut tokens) = (0.0f64, 0usize);
+        for (old, new) in self.old_logprobs.iter().zip(&recomputed) {
+            assert_eq!(old.len(), new.len(), "one log-probability per token");
+            sum += old
+                .iter()
+                .zip(new)
+                .map(|(a, b)| f64::from((a - b).abs()))
+                .sum::<f64>();
+            tokens += old.len();
+        }
+        self.old_logprobs = recomputed;
+        if tokens == 0 {
+            0.0
+        } else {
+            sum / tokens as f64
+        }
+    }
+
     /// The response tokens of each row.
     pub fn row_tokens(&self) -> Vec<usize> {
         self.rows.iter().map(|r| r.target.len()).collect()
@@ -210,6 +236,10 @@ mod tests {
         );
         assert_eq!(learner.rows[1].context, vec![4]);
         assert_eq!(learner.old_logprobs, vec![vec![-0.5], vec![-0.5; 3]]);
+        let mut recomputed = learner.clone();
+        let mismatch = recomputed.replace_old_logprobs(vec![vec![-0.5], vec![-0.25, -0.5, -1.0]]);
+        assert!((mismatch - 0.75 / 4.0).abs() < 1e-12, "{mismatch}");
+        assert_eq!(recomputed.old_logprobs[1], vec![-0.25, -0.5, -1.0]);
         assert_eq!(learner.row_tokens(), vec![1, 3]);
         assert_eq!(learner.aux_tokens(), vec![vec![3, 1]]);
         assert_eq!(learner.nonfinite_rows, 0);

@@ -42,6 +42,11 @@ pub const TOKENS_PER_S: &str = "perf/tokens_per_s";
 /// Prompt tokens of the iteration's rollouts that the policy did not prefill because another
 /// row shared them (a group's copies of a task).
 pub const PREFILL_TOKENS_SAVED: &str = "rollout/prefill_tokens_saved";
+/// Mean absolute difference per response token between the acting copy's log-probabilities
+/// and the learner's recomputed ones, when they are recomputed.
+pub const LOGPROB_MISMATCH: &str = "rollout/logprob_mismatch";
+/// Seconds spent recomputing the old log-probabilities, when they are recomputed.
+pub const RECOMPUTE_S: &str = "perf/recompute_s";
 /// Held-out success, when an evaluation ran before the iteration.
 pub const EVAL_SUCCESS: &str = "eval/success";
 /// Held-out mean return, when an evaluation ran before the iteration.
@@ -49,7 +54,7 @@ pub const EVAL_RETURN: &str = "eval/return";
 
 /// Every fixed name above, for documentation checks. The actor loss and the critic add their
 /// own (`loss/policy`, `loss/value`, …).
-pub const ALL: [&str; 21] = [
+pub const ALL: [&str; 23] = [
     EPISODE_SUCCESS,
     EPISODE_RETURN,
     EPISODE_LENGTH,
@@ -69,6 +74,8 @@ pub const ALL: [&str; 21] = [
     TRAIN_TOKENS_PER_S,
     TOKENS_PER_S,
     PREFILL_TOKENS_SAVED,
+    LOGPROB_MISMATCH,
+    RECOMPUTE_S,
     EVAL_SUCCESS,
     EVAL_RETURN,
 ];

@@ -24,6 +24,7 @@ mod autodiff;
 pub(crate) mod fast_math;
 mod flex;
 mod flex_matmul;
+pub(crate) mod packed;
 pub(crate) mod reference;
 
 use burn::backend::tensor::{FloatTensor, IntTensor};

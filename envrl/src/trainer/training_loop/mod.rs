@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::env::Environment;
 use crate::error::{Error, Result};
-use crate::policy::{Policy, SamplingParams, ScoreRow};
+use crate::policy::{Policy, RolloutWeights, SamplingParams, ScoreRow};
 use crate::rollout::{RolloutEngine, RolloutStats, grouped_slots};
 use crate::trainer::crash_point::crash_point;
 use crate::trainer::metric_names as names;
@@ -25,7 +25,7 @@ mod parts;
 mod record;
 
 pub use parts::{EvalReport, TrainerParts};
-use record::{IterationRecord, Seconds, UpdateSummary};
+use record::{IterationRecord, Recompute, Seconds, UpdateSummary};
 
 /// Evaluation uses its own RNG, derived from the run seed by this offset (verl-agent's `+1000`).
 pub const EVAL_SEED_OFFSET: u64 = 1000;
@@ -99,6 +99,10 @@ where
                 "policy",
                 "the policy must live on an autodiff device",
             ));
+        }
+        if config.rollout_weights != RolloutWeights::F32 {
+            // Refused here, not at the first rollout.
+            policy.acting_copy(config.rollout_weights)?;
         }
         let reference = parts.loss.needs_reference().then(|| policy.valid());
         let optimizer = adamw(&config);
@@ -206,8 +210,42 @@ where
             sampling,
             max_steps: self.config.max_steps,
         };
-        let acting = self.policy.valid();
+        let acting = self.acting_copy();
         engine.run(&acting, &mut self.envs[..slots.len()], &slots, rng)
+    }
+
+    /// The copy of the policy that plays rollouts, in the config's `rollout_weights`.
+    fn acting_copy(&self) -> P {
+        // `new` made one already, so this cannot be refused; should a policy still refuse,
+        // the rollout plays its own weights rather than stop the run.
+        self.policy
+            .acting_copy(self.config.rollout_weights)
+            .unwrap_or_else(|e| {
+                log::error!("{e}; this rollout plays the policy's own weights");
+                self.policy.valid()
+            })
+    }
+
+    /// The learner's log-probability of every response token of `rows`, scored off the graph
+    /// in chunks of the micro-batch size (the mini-batch size without micro-batches).
+    fn learner_logprobs(&self, rows: &[ScoreRow]) -> Vec<Vec<f32>> {
+        let scorer = self.policy.valid();
+        let chunk = match self.config.micro_batch_rows {
+            0 => self.config.mini_batch_rows,
+            micro => micro,
+        };
+        rows.chunks(chunk.max(1))
+            .flat_map(|chunk| {
+                let scores = scorer.score(chunk, false);
+                let width = scores.logprobs.dims()[1];
+                let values: Vec<f32> = scores.logprobs.into_data().iter::<f32>().collect();
+                chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(i, row)| values[i * width..i * width + row.target.len()].to_vec())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     /// Runs one iteration: act, build the learner batch, plan the optimizer steps, run them,
@@ -223,7 +261,7 @@ where
         let rollout_secs = start.elapsed().as_secs_f64();
 
         // 2. The learner batch: rows, values, advantages and the objectives' examples.
-        let learner = self.learner_batch(&batch);
+        let mut learner = self.learner_batch(&batch);
         if learner.nonfinite_rows > 0 {
             log::warn!(
                 "{} rows with non-finite advantages (rewards?) at iteration {}; \
@@ -232,6 +270,17 @@ where
                 self.iteration
             );
         }
+
+        // 2b. The old log-probabilities from the learner's weights, when asked (by default
+        // when the acting copy is lighter than the learner's).
+        let recompute = self.config.recomputes_old_logprobs().then(|| {
+            let start = Instant::now();
+            let recomputed = self.learner_logprobs(&learner.rows);
+            Recompute {
+                mismatch: learner.replace_old_logprobs(recomputed),
+                seconds: start.elapsed().as_secs_f64(),
+            }
+        });
 
         // 3. The plan: which rows and examples go into which micro-batch of which step.
         let plan = optimizer_steps(PlanSizes {
@@ -260,6 +309,7 @@ where
             unk_id: self.parts.tokenizer.unk_id(),
             planned_steps: plan.len(),
             update,
+            recompute,
             seconds: Seconds {
                 wall: start.elapsed().as_secs_f64(),
                 rollout: rollout_secs,

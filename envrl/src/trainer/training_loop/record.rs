@@ -43,6 +43,13 @@ pub(super) struct Seconds {
     pub(super) update: f64,
 }
 
+/// The recompute of the old log-probabilities with the learner's weights.
+pub(super) struct Recompute {
+    /// Mean absolute difference per token from the acting copy's.
+    pub(super) mismatch: f64,
+    pub(super) seconds: f64,
+}
+
 /// Everything one iteration's metrics are made of.
 pub(super) struct IterationRecord<'a> {
     pub(super) iteration: usize,
@@ -56,6 +63,8 @@ pub(super) struct IterationRecord<'a> {
     pub(super) unk_id: Option<u32>,
     pub(super) planned_steps: usize,
     pub(super) update: UpdateSummary,
+    /// When the old log-probabilities were recomputed.
+    pub(super) recompute: Option<Recompute>,
     pub(super) seconds: Seconds,
 }
 
@@ -106,6 +115,10 @@ impl IterationRecord<'_> {
             names::PREFILL_TOKENS_SAVED,
             stats.prefill_tokens_saved as f64,
         );
+        if let Some(recompute) = &self.recompute {
+            metrics.set(names::LOGPROB_MISMATCH, recompute.mismatch);
+            metrics.set(names::RECOMPUTE_S, recompute.seconds);
+        }
         metrics.set(
             names::TOKENS_PER_S,
             per_s(update.tokens + stats.generated_tokens, s.wall),
