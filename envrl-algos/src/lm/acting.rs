@@ -22,15 +22,15 @@ use crate::lm::{CausalLm, DecoderLayer};
 /// decoded to `f32` for the blocked product (its cost is then small beside the product's).
 const THIN_ROWS: usize = 64;
 
-/// One decoder layer's projections, packed.
+/// One decoder layer's projections, packed; the projections that read the same input are
+/// stacked into one matrix (one product, one pass of the pool, instead of three or two).
 #[derive(Clone)]
 pub(crate) struct PackedLayer {
-    pub q: PackedMatrix,
-    pub k: PackedMatrix,
-    pub v: PackedMatrix,
+    /// q, k and v, their outputs one after the other.
+    pub qkv: PackedMatrix,
     pub o: PackedMatrix,
-    pub gate: PackedMatrix,
-    pub up: PackedMatrix,
+    /// gate and up, their outputs one after the other.
+    pub gate_up: PackedMatrix,
     pub down: PackedMatrix,
 }
 
@@ -61,7 +61,7 @@ impl ActingWeights {
     /// The bytes of every packed matrix.
     pub fn bytes(&self) -> usize {
         let layer = |l: &PackedLayer| {
-            [&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down]
+            [&l.qkv, &l.o, &l.gate_up, &l.down]
                 .iter()
                 .map(|m| m.bytes())
                 .sum::<usize>()
@@ -88,25 +88,28 @@ fn host_values<const D: usize>(tensor: Tensor<D>) -> Vec<f32> {
     data.try_into_vec::<f32>().unwrap_or_default()
 }
 
-/// A `Linear`'s weight (`[in, out]`, adapters merged) packed output by output (`[out, in]`).
-fn pack_linear(format: RolloutWeights, linear: &Linear) -> PackedMatrix {
-    let weight = linear.weight.val();
-    let [d_in, d_out] = weight.dims();
-    pack(format, &host_values(weight.transpose()), d_out, d_in)
+/// `Linear`s of one input size (weights `[in, out]`, adapters merged) stacked output by output
+/// (`[Σ out, in]`) and packed.
+fn pack_linears(format: RolloutWeights, linears: &[&Linear]) -> PackedMatrix {
+    let mut rows = Vec::new();
+    let (mut d_out, mut d_in) = (0, 0);
+    for linear in linears {
+        let weight = linear.weight.val();
+        let [input, output] = weight.dims();
+        rows.extend(host_values(weight.transpose()));
+        (d_in, d_out) = (input, d_out + output);
+    }
+    pack(format, &rows, d_out, d_in)
 }
 
 impl PackedLayer {
     fn of(format: RolloutWeights, layer: &DecoderLayer) -> Self {
         let (a, m) = (&layer.self_attn, &layer.mlp);
-        let p = |linear| pack_linear(format, linear);
         Self {
-            q: p(&a.q_proj),
-            k: p(&a.k_proj),
-            v: p(&a.v_proj),
-            o: p(&a.o_proj),
-            gate: p(&m.gate_proj),
-            up: p(&m.up_proj),
-            down: p(&m.down_proj),
+            qkv: pack_linears(format, &[&a.q_proj, &a.k_proj, &a.v_proj]),
+            o: pack_linears(format, &[&a.o_proj]),
+            gate_up: pack_linears(format, &[&m.gate_proj, &m.up_proj]),
+            down: pack_linears(format, &[&m.down_proj]),
         }
     }
 }
@@ -136,7 +139,7 @@ impl CausalLm {
             ));
         }
         let output = match &copy.lm_head {
-            Some(head) => pack_linear(weights, head),
+            Some(head) => pack_linears(weights, &[head]),
             None => {
                 let [vocab, d_model] = embedding.dims();
                 pack(weights, &host_values(embedding), vocab, d_model)

@@ -59,11 +59,12 @@ impl Mlp {
 
     /// [`Mlp::forward`] with an acting copy's packed matrices when given.
     fn forward_with(&self, x: Tensor<3>, packed: Option<&PackedLayer>) -> Tensor<3> {
-        let hidden = swiglu(
-            project(&self.gate_proj, packed.map(|p| &p.gate), x.clone()),
-            project(&self.up_proj, packed.map(|p| &p.up), x),
-        );
-        project(&self.down_proj, packed.map(|p| &p.down), hidden)
+        let linears = [&self.gate_proj, &self.up_proj];
+        let [gate, up] = match packed {
+            Some(p) => project_stacked(&p.gate_up, linears, x),
+            None => linears.map(|linear| project(linear, None, x.clone())),
+        };
+        project(&self.down_proj, packed.map(|p| &p.down), swiglu(gate, up))
     }
 }
 
@@ -114,15 +115,14 @@ impl Attention {
     ) -> Tensor<3> {
         let [batch, seq, _] = x.dims();
         let (h, kvh, hd) = (self.n_heads, self.n_kv_heads, self.head_dim);
-        let q = project(&self.q_proj, packed.map(|p| &p.q), x.clone())
-            .reshape([batch, seq, h, hd])
-            .swap_dims(1, 2);
-        let k = project(&self.k_proj, packed.map(|p| &p.k), x.clone())
-            .reshape([batch, seq, kvh, hd])
-            .swap_dims(1, 2);
-        let v = project(&self.v_proj, packed.map(|p| &p.v), x)
-            .reshape([batch, seq, kvh, hd])
-            .swap_dims(1, 2);
+        let linears = [&self.q_proj, &self.k_proj, &self.v_proj];
+        let [q, k, v] = match packed {
+            Some(p) => project_stacked(&p.qkv, linears, x),
+            None => linears.map(|linear| project(linear, None, x.clone())),
+        };
+        let q = q.reshape([batch, seq, h, hd]).swap_dims(1, 2);
+        let k = k.reshape([batch, seq, kvh, hd]).swap_dims(1, 2);
+        let v = v.reshape([batch, seq, kvh, hd]).swap_dims(1, 2);
         let q = rope.apply(q);
         let k = rope.apply(k);
         let (k, v) = match cache {
@@ -175,11 +175,33 @@ pub(crate) fn project(linear: &Linear, packed: Option<&PackedMatrix>, x: Tensor<
         None => matmul(x, linear.weight.val()),
     };
     let d_out = y.dims()[1];
-    let y = match &linear.bias {
+    with_bias(linear, y).reshape([batch, seq, d_out])
+}
+
+/// The projections `linears` of one input `x` (`[batch, seq, d_in]`) as one product with
+/// `stacked`, their weights stacked output by output; each output gets its own bias.
+fn project_stacked<const N: usize>(
+    stacked: &PackedMatrix,
+    linears: [&Linear; N],
+    x: Tensor<3>,
+) -> [Tensor<3>; N] {
+    let [batch, seq, d_in] = x.dims();
+    let y = packed_product(x.reshape([batch * seq, d_in]), stacked);
+    let mut start = 0;
+    linears.map(|linear| {
+        let d_out = linear.weight.lazy_shape()[1];
+        let part = y.clone().narrow(1, start, d_out);
+        start += d_out;
+        with_bias(linear, part).reshape([batch, seq, d_out])
+    })
+}
+
+/// `y + b` for `y` `[rows, d_out]` when `linear` has a bias.
+fn with_bias(linear: &Linear, y: Tensor<2>) -> Tensor<2> {
+    match &linear.bias {
         Some(bias) => y + bias.val().unsqueeze::<2>(),
         None => y,
-    };
-    y.reshape([batch, seq, d_out])
+    }
 }
 
 /// Repeats each key/value head `n_rep` times: `[b, kvh, s, d]` → `[b, kvh·n_rep, s, d]`.
