@@ -272,14 +272,12 @@ impl pulp::WithSimd for Task<'_> {
                     let panel = (self.first / WEIGHT_ROWS_AT_ONCE + block) * panel_len;
                     let panel = &pairs[panel..panel + panel_len];
                     // A last panel's zero rows are computed and not written.
-                    let rows = out.len() / m;
-                    for_input_rows(&x, out, |rows_x, put| {
-                        bf16_dots(simd, panel, rows_x, &mut |r, j, v| {
-                            if r < rows {
-                                put(r, j, v)
-                            }
-                        })
-                    });
+                    for_input_rows(
+                        &x,
+                        out,
+                        |x| bf16_panel(simd, panel, x),
+                        |x| bf16_panel(simd, panel, x),
+                    );
                 }
             }
             Storage::Int8 { .. } => {
@@ -294,10 +292,21 @@ impl pulp::WithSimd for Task<'_> {
                     if rows == WEIGHT_ROWS_AT_ONCE {
                         let w: [&[f32]; WEIGHT_ROWS_AT_ONCE] =
                             std::array::from_fn(|r| &decoded[r * k..(r + 1) * k]);
-                        for_input_rows(&x, out, |rows, sums| f32_dots(simd, w, rows, sums));
+                        for_input_rows(
+                            &x,
+                            out,
+                            |x| f32_block(simd, w, x),
+                            |x| f32_block(simd, w, x),
+                        );
                     } else {
                         for (w, out) in decoded.chunks(k).zip(out.chunks_mut(m)) {
-                            for_input_rows(&x, out, |rows, sums| f32_dots(simd, [w], rows, sums));
+                            let w = [w];
+                            for_input_rows(
+                                &x,
+                                out,
+                                |x| f32_block(simd, w, x),
+                                |x| f32_block(simd, w, x),
+                            );
                         }
                     }
                 }
@@ -306,55 +315,29 @@ impl pulp::WithSimd for Task<'_> {
     }
 }
 
-/// Calls `dots` on the input rows [`ROWS_AT_ONCE`] at a time (then one by one), each call
-/// writing its `R × C` dot products into `out` (`[R, m]`, weight row by weight row).
+/// The dot products of `R` weight rows with every input row of `x`, [`ROWS_AT_ONCE`] input rows
+/// at a time (`four`), the rest one by one (`one`), into `out` (`[rows, m]`, weight row by
+/// weight row; a block's weight rows beyond `out`'s are dropped).
 #[inline(always)]
-fn for_input_rows<X: Copy>(
+fn for_input_rows<X: Copy, const R: usize>(
     x: &[X],
     out: &mut [f32],
-    mut dots: impl FnMut(InputRows<'_, X>, &mut dyn FnMut(usize, usize, f32)),
+    four: impl Fn([X; ROWS_AT_ONCE]) -> [[f32; ROWS_AT_ONCE]; R],
+    one: impl Fn([X; 1]) -> [[f32; 1]; R],
 ) {
     let m = x.len();
+    let rows = (out.len() / m.max(1)).min(R);
     let mut i = 0;
-    while i < m {
-        let take = if i + ROWS_AT_ONCE <= m {
-            ROWS_AT_ONCE
-        } else {
-            1
-        };
-        let rows = &x[i..i + take];
-        dots(rows, &mut |r, j, v| out[r * m + i + j] = v);
-        i += take;
-    }
-}
-
-/// The input rows of one call of a dot-product kernel.
-type InputRows<'a, X> = &'a [X];
-
-/// The dot products of a panel of bf16 weight rows with the input rows `x` (even and odd
-/// halves), handed to `put(weight row, input row, value)`.
-#[inline(always)]
-fn bf16_dots<S: pulp::Simd>(
-    simd: S,
-    panel: &[u32],
-    x: &[(&[f32], &[f32])],
-    put: &mut dyn FnMut(usize, usize, f32),
-) {
-    match x.len() {
-        ROWS_AT_ONCE => {
-            let x: [(&[f32], &[f32]); ROWS_AT_ONCE] = std::array::from_fn(|j| x[j]);
-            for (r, sums) in bf16_panel(simd, panel, x).iter().enumerate() {
-                for (j, &v) in sums.iter().enumerate() {
-                    put(r, j, v);
-                }
-            }
+    while i + ROWS_AT_ONCE <= m {
+        let sums = four(std::array::from_fn(|j| x[i + j]));
+        for (r, sums) in sums.iter().enumerate().take(rows) {
+            out[r * m + i..r * m + i + ROWS_AT_ONCE].copy_from_slice(sums);
         }
-        _ => {
-            for (j, &x) in x.iter().enumerate() {
-                for (r, sums) in bf16_panel(simd, panel, [x]).iter().enumerate() {
-                    put(r, j, sums[0]);
-                }
-            }
+        i += ROWS_AT_ONCE;
+    }
+    for (i, &row) in x.iter().enumerate().skip(i) {
+        for (r, sums) in one([row]).iter().enumerate().take(rows) {
+            out[r * m + i] = sums[0];
         }
     }
 }
@@ -407,33 +390,6 @@ fn bf16_panel<S: pulp::Simd, const C: usize>(
         }
     }
     sums
-}
-
-/// [`bf16_dots`] for `f32` weight rows (decoded int8).
-#[inline(always)]
-fn f32_dots<S: pulp::Simd, const R: usize>(
-    simd: S,
-    w: [&[f32]; R],
-    x: &[&[f32]],
-    put: &mut dyn FnMut(usize, usize, f32),
-) {
-    match x.len() {
-        ROWS_AT_ONCE => {
-            let x: [&[f32]; ROWS_AT_ONCE] = std::array::from_fn(|j| x[j]);
-            for (r, sums) in f32_block(simd, w, x).iter().enumerate() {
-                for (j, &v) in sums.iter().enumerate() {
-                    put(r, j, v);
-                }
-            }
-        }
-        _ => {
-            for (j, &x) in x.iter().enumerate() {
-                for (r, sums) in f32_block(simd, w, [x]).iter().enumerate() {
-                    put(r, j, sums[0]);
-                }
-            }
-        }
-    }
 }
 
 /// The `R × C` dot products of `f32` rows `w` with rows `x` (all as long), in `R · C` vector
