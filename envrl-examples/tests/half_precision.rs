@@ -49,3 +49,24 @@ fn a_bf16_run_trains_and_stores_half_precision_weights() {
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(stderr.contains("`f32`, `bf16`, `f16`"), "{stderr}");
 }
+
+#[test]
+fn a_lighter_acting_copy_of_a_bf16_model_is_refused_by_name() {
+    let root = tempfile::tempdir().unwrap();
+    let out = common::short_keydoor_run(
+        root.path(),
+        &[
+            "--set",
+            "dtype=bf16",
+            "--set",
+            "trainer.rollout_weights=int8",
+        ],
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("rollout_weights") && stderr.contains("f32 model"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -131,7 +131,7 @@ impl CausalLm {
             return Err(Error::config(
                 "rollout_weights",
                 format!(
-                    "a `{weights}` acting copy needs an f32 model on the CPU backend (flex); \
+                    "the `{weights}` acting copy needs an f32 model on the CPU backend (flex); \
                      this one is {:?} on {:?}",
                     embedding.dtype(),
                     copy.device()
