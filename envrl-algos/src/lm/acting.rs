@@ -70,7 +70,8 @@ impl ActingWeights {
     }
 }
 
-/// `values` (`[rows, cols]`) packed in `format`.
+/// `values` (`[rows, cols]`) packed in `format` (`f32` never gets here: its acting copy is
+/// the model itself).
 fn pack(format: RolloutWeights, values: &[f32], rows: usize, cols: usize) -> PackedMatrix {
     match format {
         RolloutWeights::Int8 => PackedMatrix::int8(values, rows, cols),
