@@ -116,6 +116,29 @@ impl PackedLayer {
 }
 
 impl CausalLm {
+    /// Whether [`CausalLm::acting_copy`] can make a `weights` copy of this model, without
+    /// making it.
+    ///
+    /// # Errors
+    /// As [`CausalLm::acting_copy`].
+    pub fn check_acting_copy(&self, weights: RolloutWeights) -> envrl::Result<()> {
+        if weights == RolloutWeights::F32 {
+            return Ok(());
+        }
+        let dtype = self.model.embed_tokens.val().dtype();
+        let device = self.device().inner();
+        if device != Device::flex() || dtype != DType::F32 {
+            return Err(Error::config(
+                "rollout_weights",
+                format!(
+                    "the `{weights}` acting copy needs an f32 model on the CPU backend (flex); \
+                     this one is {dtype:?} on {device:?}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The copy that plays rollouts with its matrices stored as `weights` says (see the
     /// module's documentation); `f32` gives [`Module::valid`].
     ///
@@ -123,22 +146,12 @@ impl CausalLm {
     /// [`Error::InvalidConfig`] (field `rollout_weights`) for `bf16` or `int8` when the model
     /// is not an `f32` model on the CPU backend (flex), where the packed kernels run.
     pub fn acting_copy(&self, weights: RolloutWeights) -> envrl::Result<Self> {
+        self.check_acting_copy(weights)?;
         let mut copy = self.valid();
         if weights == RolloutWeights::F32 {
             return Ok(copy);
         }
         let embedding = copy.model.embed_tokens.val();
-        if copy.device() != Device::flex() || embedding.dtype() != DType::F32 {
-            return Err(Error::config(
-                "rollout_weights",
-                format!(
-                    "the `{weights}` acting copy needs an f32 model on the CPU backend (flex); \
-                     this one is {:?} on {:?}",
-                    embedding.dtype(),
-                    copy.device()
-                ),
-            ));
-        }
         let output = match &copy.lm_head {
             Some(head) => pack_linears(weights, &[head]),
             None => {

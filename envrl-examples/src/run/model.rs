@@ -92,10 +92,11 @@ pub(crate) fn load<E: Environment>(
             100.0 * adapters as f64 / total as f64
         ));
     }
-    if config.trainer.rollout_weights != RolloutWeights::F32 {
-        // Refused before the warm start, not after it (the trainer checks again).
-        loaded.model.acting_copy(config.trainer.rollout_weights)?;
-    }
+    // A lighter acting copy the model cannot have is refused now, not after the warm start
+    // (the trainer checks again).
+    loaded
+        .model
+        .check_acting_copy(config.trainer.rollout_weights)?;
     Ok(loaded)
 }
 

@@ -10,13 +10,30 @@ struct SquaredNorm<'a> {
 impl ModuleVisitor for SquaredNorm<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         if let Some(grad) = self.grads.get::<D>(param.id) {
-            let sum = grad.square().sum();
+            let sum = squared_sum(grad);
             self.total = Some(match self.total.take() {
                 Some(total) => total + sum,
                 None => sum,
             });
         }
     }
+}
+
+/// `Σ x²` of `tensor`, summed row by row (the last dimension) and then over the rows: in the
+/// same order on any thread count. A whole-tensor `sum` on flex splits a large tensor over the
+/// rayon pool and adds the pieces in an order that work stealing decides, which changes the
+/// norm, and so the clipping, from run to run.
+fn squared_sum<const D: usize>(tensor: Tensor<D>) -> Tensor<1> {
+    let dims = tensor.dims();
+    let (elements, last) = (dims.iter().product::<usize>(), dims[D - 1]);
+    if elements == 0 {
+        return tensor.square().sum();
+    }
+    tensor
+        .square()
+        .reshape([elements / last, last])
+        .sum_dim(1)
+        .sum()
 }
 
 struct Scale<'a> {
@@ -62,4 +79,45 @@ pub fn clip_global_grad_norm<M: Module>(
         module.visit(&mut visitor);
     }
     Some(norm)
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::{Device, TensorData};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    #[test]
+    fn squared_sums_are_the_same_on_any_thread_count() {
+        // More than the 2²² elements from which flex sums a whole tensor over the rayon pool.
+        let shape = [2100, 2048];
+        for seed in 0..3 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let values: Vec<f32> = (0..shape[0] * shape[1])
+                .map(|_| rng.random_range(0.5..1.5))
+                .collect();
+            let on = |threads: usize| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap()
+                    .install(|| {
+                        let data = TensorData::new(values.clone(), shape);
+                        let tensor = Tensor::<2>::from_data(data, &Device::flex());
+                        squared_sum(tensor).into_scalar::<f32>()
+                    })
+            };
+            let one = on(1);
+            for threads in [2, 3, 8] {
+                assert_eq!(on(threads).to_bits(), one.to_bits(), "{threads} threads");
+            }
+            let exact: f64 = values.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+            assert!(
+                (f64::from(one) - exact).abs() <= 1e-5 * exact,
+                "{one} vs {exact}"
+            );
+        }
+    }
 }

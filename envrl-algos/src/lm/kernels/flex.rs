@@ -284,17 +284,21 @@ impl LmKernels for Flex {
             });
             weight_grad
         };
-        let add = |mut a: Vec<f32>, b: Vec<f32>| {
-            a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
-            a
-        };
         let weight_grad = if grad_data.len() <= rows_per_task * d {
             task((x, grad_data))
         } else {
-            x.par_chunks(rows_per_task * d)
+            // Each task's partial sum, added in task order: rayon's `reduce` would add them in
+            // a tree shaped by work stealing, so the result would change from run to run.
+            let partials: Vec<Vec<f32>> = x
+                .par_chunks(rows_per_task * d)
                 .zip(grad_data.par_chunks_mut(rows_per_task * d))
                 .map(task)
-                .reduce(|| vec![0.0f32; d], add)
+                .collect();
+            let mut total = vec![0.0f32; d];
+            for partial in partials {
+                total.iter_mut().zip(partial).for_each(|(t, p)| *t += p);
+            }
+            total
         };
         (
             grad,

@@ -10,6 +10,8 @@
 //! the best instruction set of the CPU). Outputs are
 //! split over the rayon pool.
 
+use std::borrow::Cow;
+
 use rayon::prelude::*;
 
 /// Weights per scale of the 8-bit format (llama.cpp's `Q8_0` block).
@@ -194,8 +196,8 @@ impl PackedMatrix {
         }
         // A bf16 product multiplies even and odd elements apart: split the inputs that way.
         let inputs = match self.storage {
-            Storage::Bf16 { .. } => split_even_odd(x, k),
-            Storage::Int8 { .. } => x.to_vec(),
+            Storage::Bf16 { .. } => Cow::Owned(split_even_odd(x, k)),
+            Storage::Int8 { .. } => Cow::Borrowed(x),
         };
         let per_task = n
             .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
@@ -289,26 +291,16 @@ impl pulp::WithSimd for Task<'_> {
                         let row = self.first + block * WEIGHT_ROWS_AT_ONCE + r;
                         self.matrix.decode_row(row, buf);
                     }
-                    if rows == WEIGHT_ROWS_AT_ONCE {
-                        let w: [&[f32]; WEIGHT_ROWS_AT_ONCE] =
-                            std::array::from_fn(|r| &decoded[r * k..(r + 1) * k]);
-                        for_input_rows(
-                            &x,
-                            out,
-                            |x| f32_block(simd, w, x),
-                            |x| f32_block(simd, w, x),
-                        );
-                    } else {
-                        for (w, out) in decoded.chunks(k).zip(out.chunks_mut(m)) {
-                            let w = [w];
-                            for_input_rows(
-                                &x,
-                                out,
-                                |x| f32_block(simd, w, x),
-                                |x| f32_block(simd, w, x),
-                            );
-                        }
-                    }
+                    // A last block of fewer rows computes the buffer's others (finite values
+                    // of an earlier block, or zeros) and does not write them.
+                    let w: [&[f32]; WEIGHT_ROWS_AT_ONCE] =
+                        std::array::from_fn(|r| &decoded[r * k..(r + 1) * k]);
+                    for_input_rows(
+                        &x,
+                        out,
+                        |x| f32_block(simd, w, x),
+                        |x| f32_block(simd, w, x),
+                    );
                 }
             }
         }

@@ -208,6 +208,45 @@ fn rms_norm_and_logprob_gradients_match_the_composition() {
     assert!(max_abs_diff(grads(true), grads(false)) < 1e-5);
 }
 
+/// The RMSNorm weight gradient sums one partial per task; it must not depend on how the rayon
+/// pool shares them out (work stealing), or the same seed would not give the same run.
+#[test]
+fn the_rms_norm_weight_gradient_is_the_same_on_any_thread_count() {
+    let device = device();
+    let ad = device.clone().autodiff();
+    // 1,200 rows of 240: about 18 tasks.
+    let x = random([3, 400, 240], &device);
+    let weight = random([240], &device);
+    let upstream = random([3, 400, 240], &device);
+    let weight_grad = || {
+        let x = Tensor::<3>::from_data(x.clone().into_data(), &ad).require_grad();
+        let w = Tensor::<1>::from_data(weight.clone().into_data(), &ad).require_grad();
+        let upstream = Tensor::<3>::from_data(upstream.clone().into_data(), &ad);
+        let grads = (rms_norm(x, w.clone(), 1e-5) * upstream).sum().backward();
+        let bits: Vec<u32> = w
+            .grad(&grads)
+            .unwrap()
+            .into_data()
+            .iter::<f32>()
+            .map(f32::to_bits)
+            .collect();
+        bits
+    };
+    let on = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(weight_grad)
+    };
+    let one = on(1);
+    for threads in [2, 3, 8] {
+        for _ in 0..3 {
+            assert!(on(threads) == one, "{threads} threads");
+        }
+    }
+}
+
 #[test]
 fn rope_matches_the_composition_on_strided_input_with_its_gradient() {
     let device = device();
