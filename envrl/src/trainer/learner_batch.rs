@@ -49,7 +49,8 @@ impl AuxBatch {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LearnerBatch {
     /// Prompt (context) and response (target) of every step row, in [`RolloutBatch::rows`]
-    /// order.
+    /// order (the trainer then orders each optimizer step's rows by length:
+    /// [`LearnerBatch::sort_rows_within`]).
     pub rows: Vec<ScoreRow>,
     /// The rollout policy's log-prob of every response token.
     pub old_logprobs: Vec<Vec<f32>>,
@@ -120,6 +121,30 @@ impl LearnerBatch {
         } else {
             sum / tokens as f64
         }
+    }
+
+    /// Orders the rows of each window of `window` consecutive rows (one optimizer step's) by
+    /// length, prompt and response, longest first (ties keep their order), and their old
+    /// log-probs, advantages, returns and values with them. Each step keeps its rows, and so
+    /// its loss under `token-mean` and `seq-mean-token-mean`; the micro-batches cut from it
+    /// hold rows of similar lengths and pad less.
+    pub fn sort_rows_within(&mut self, window: usize) {
+        let mut order: Vec<usize> = (0..self.rows.len()).collect();
+        for chunk in order.chunks_mut(window.max(1)) {
+            let rows = &self.rows;
+            chunk.sort_by_key(|&i| std::cmp::Reverse(rows[i].context.len() + rows[i].target.len()));
+        }
+        let permute =
+            |rows: &mut Vec<Vec<f32>>| *rows = order.iter().map(|&i| rows[i].clone()).collect();
+        permute(&mut self.old_logprobs);
+        permute(&mut self.advantages.advantages);
+        if let Some(returns) = self.advantages.returns.as_mut() {
+            permute(returns);
+        }
+        if let Some(values) = self.values.as_mut() {
+            permute(values);
+        }
+        self.rows = order.iter().map(|&i| self.rows[i].clone()).collect();
     }
 
     /// The response tokens of each row.
@@ -276,5 +301,47 @@ mod tests {
             learner.advantages.returns,
             Some(vec![vec![0.25], vec![0.5; 3]])
         );
+    }
+
+    #[test]
+    fn rows_are_sorted_by_length_within_each_step_with_everything_that_belongs_to_them() {
+        // Row i: a context of `lengths[i]` tokens and one response token `i`; every per-row
+        // value is `i` too, so that the permutation can be read off each field.
+        let lengths = [1, 4, 2, 2, 6, 3, 5];
+        let per_row = |i: usize| vec![i as f32];
+        let mut learner = LearnerBatch {
+            rows: lengths
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| ScoreRow {
+                    context: vec![9; n],
+                    target: vec![i as u32],
+                })
+                .collect(),
+            old_logprobs: (0..7).map(per_row).collect(),
+            advantages: TokenAdvantages {
+                advantages: (0..7).map(per_row).collect(),
+                returns: Some((0..7).map(per_row).collect()),
+            },
+            values: Some((0..7).map(per_row).collect()),
+            ..LearnerBatch::default()
+        };
+        learner.sort_rows_within(3);
+        // Steps of 3 rows: {0, 1, 2} → 1, 2, 0; {3, 4, 5} → 4, 5, 3; {6} stays.
+        let expected = [1usize, 2, 0, 4, 5, 3, 6];
+        let ids: Vec<usize> = learner.rows.iter().map(|r| r.target[0] as usize).collect();
+        assert_eq!(ids, expected);
+        let as_f32: Vec<Vec<f32>> = expected.iter().map(|&i| per_row(i)).collect();
+        assert_eq!(learner.old_logprobs, as_f32);
+        assert_eq!(learner.advantages.advantages, as_f32);
+        assert_eq!(learner.advantages.returns.as_ref(), Some(&as_f32));
+        assert_eq!(learner.values.as_ref(), Some(&as_f32));
+        // Equal lengths keep their order: rows 1, 2 and 5 at 4 tokens in one window.
+        let mut tie = learner.clone();
+        tie.rows[0].context = vec![9; 3];
+        tie.rows[1].context = vec![9; 3];
+        tie.sort_rows_within(7);
+        let ids: Vec<u32> = tie.rows.iter().map(|r| r.target[0]).collect();
+        assert_eq!(ids, [4, 6, 1, 2, 5, 3, 0]);
     }
 }

@@ -15,8 +15,8 @@ use crate::rollout::{RolloutEngine, RolloutStats, grouped_slots};
 use crate::trainer::crash_point::crash_point;
 use crate::trainer::metric_names as names;
 use crate::trainer::{
-    AuxBatch, FusedAdamW, IterationMetrics, LearnerBatch, MetricsSink, OptimizerStep, PlanSizes,
-    RunStreams, StepRunner, TrainerConfig, optimizer_steps,
+    AuxBatch, FusedAdamW, IterationMetrics, LearnerBatch, LossAggregation, MetricsSink,
+    OptimizerStep, PlanSizes, RunStreams, StepRunner, TrainerConfig, optimizer_steps,
 };
 use crate::trajectory::RolloutBatch;
 
@@ -269,6 +269,13 @@ where
                 learner.nonfinite_rows,
                 self.iteration
             );
+        }
+
+        // 2a. Rows of similar lengths together in each optimizer step, so that its
+        // micro-batches (and the recompute's chunks) pad less. The steps keep their rows; only
+        // the mean of micro-batch means depends on how a step is cut, so it keeps the order.
+        if self.config.loss_aggregation != LossAggregation::MicroBatchTokenMean {
+            learner.sort_rows_within(self.config.mini_batch_rows);
         }
 
         // 2b. The old log-probabilities from the learner's weights, when asked (by default
