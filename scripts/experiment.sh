@@ -97,7 +97,8 @@ warm_from() { # seed -> the warm start given for it, if any
 # unless WARM_FROM gives one), then the other arms, which load it (waiting for it if need be).
 for seed in $SEEDS; do
   given=$(warm_from "$seed")
-  echo "$baseline ${arms[0]#*:} $seed $given"
+  # No trailing blank when no warm start is given: `xargs -L` would join the next line on.
+  echo "$baseline ${arms[0]#*:} $seed${given:+ $given}"
   for arm in "${arms[@]:1}"; do
     echo "${arm%%:*} ${arm#*:} $seed ${given:-$OUT/${baseline}__$seed}"
   done
