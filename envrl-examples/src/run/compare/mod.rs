@@ -96,6 +96,29 @@ impl FinishedRun {
         &self.eval[self.eval.len() - 1]
     }
 
+    /// `metric` by iteration, with the environment steps at that iteration (non-finite values
+    /// skipped).
+    fn points(&self, metric: &str) -> BTreeMap<usize, (f64, f64)> {
+        self.history
+            .iter()
+            .filter_map(|m| {
+                m.get(metric)
+                    .map(|v| (m.iteration, (m.env_steps as f64, v)))
+            })
+            .filter(|(_, (_, v))| v.is_finite())
+            .collect()
+    }
+
+    /// Held-out success by iteration: the evaluations made during training and, after the last
+    /// iteration at the run's final environment steps, the final one (`eval.json`).
+    fn held_out_points(&self) -> BTreeMap<usize, (f64, f64)> {
+        let mut points = self.points(envrl::metric_names::EVAL_SUCCESS);
+        if let Some(last) = self.history.last() {
+            points.insert(last.iteration + 1, (last.env_steps as f64, self.success()));
+        }
+        points
+    }
+
     /// A metric iteration by iteration (missing iterations skipped).
     fn curve(&self, metric: &str) -> Vec<f64> {
         self.history
@@ -180,22 +203,16 @@ fn paired_differences(arm: &FinishedRun, baseline: &FinishedRun) -> Vec<f64> {
         .collect()
 }
 
-/// A metric averaged over an arm's seeds, iteration by iteration (as far as every seed got),
-/// against the mean environment steps, with a band of ± one standard error over seeds.
-fn mean_curve(runs: &[&FinishedRun], metric: &str) -> (Vec<(f64, f64)>, Band) {
-    let per_run: Vec<BTreeMap<usize, (f64, f64)>> = runs
-        .iter()
-        .map(|r| {
-            r.history
-                .iter()
-                .filter_map(|m| {
-                    m.get(metric)
-                        .map(|v| (m.iteration, (m.env_steps as f64, v)))
-                })
-                .filter(|(_, (_, v))| v.is_finite())
-                .collect()
-        })
-        .collect();
+/// A run's curve: iteration → (environment steps, value).
+type RunPoints<'a> = dyn Fn(&FinishedRun) -> BTreeMap<usize, (f64, f64)> + 'a;
+
+/// A per-run curve averaged over an arm's seeds, iteration by iteration (as far as every seed
+/// got), against the mean environment steps, with a band of ± one standard error over seeds.
+fn mean_curve(
+    runs: &[&FinishedRun],
+    points: impl Fn(&FinishedRun) -> BTreeMap<usize, (f64, f64)>,
+) -> (Vec<(f64, f64)>, Band) {
+    let per_run: Vec<BTreeMap<usize, (f64, f64)>> = runs.iter().map(|r| points(r)).collect();
     let Some(first) = per_run.first() else {
         return (Vec::new(), Vec::new());
     };
@@ -255,22 +272,29 @@ pub fn compare(
     }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let markdown = comparison_markdown(&runs, baseline)?;
-    for (file, title, metric) in [
+    // The final evaluation joins the held-out curve unless it is another split's.
+    let held_out = |r: &FinishedRun| match split {
+        None => r.held_out_points(),
+        Some(_) => r.points(envrl::metric_names::EVAL_SUCCESS),
+    };
+    let training = |r: &FinishedRun| r.points(envrl::metric_names::EPISODE_SUCCESS);
+    let plots: [(&str, &str, &RunPoints); 2] = [
         (
             "compare-success",
             "Training success rate (mean over seeds, band ± 1 s.e.)",
-            "episode/success",
+            &training,
         ),
         (
             "compare-eval",
             "Held-out success rate (mean over seeds, band ± 1 s.e.)",
-            "eval/success",
+            &held_out,
         ),
-    ] {
+    ];
+    for (file, title, points) in plots {
         let (curves, bands): (Vec<Curve>, Vec<Band>) = arms
             .iter()
             .map(|arm| {
-                let (curve, band) = mean_curve(&arm.runs, metric);
+                let (curve, band) = mean_curve(&arm.runs, points);
                 ((arm.label.clone(), curve), band)
             })
             .filter(|((_, c), _)| !c.is_empty())
@@ -291,7 +315,7 @@ pub fn compare(
         .iter()
         .flat_map(|arm| aux_losses.iter().map(move |metric| (arm, metric)))
         .map(|(arm, metric)| {
-            let (curve, band) = mean_curve(&arm.runs, metric);
+            let (curve, band) = mean_curve(&arm.runs, |r| r.points(metric));
             let name = metric.trim_start_matches("loss/aux/");
             ((format!("{name}: {}", arm.label), curve), band)
         })
@@ -424,6 +448,21 @@ mod tests {
         );
         let missing = compare(&[root.path().join("nothing")], root.path(), None, None);
         assert!(format!("{:#}", missing.unwrap_err()).contains("nothing"));
+    }
+
+    #[test]
+    fn the_held_out_curve_ends_with_the_final_evaluation() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = fake_run(root.path(), "none", 0, &[true, false, false, false]);
+        // An evaluation logged before iteration 0's training, as `eval_every` does.
+        let metrics = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+        let metrics =
+            metrics.replacen(r#""perf/wall_s""#, r#""eval/success":0.5,"perf/wall_s""#, 1);
+        std::fs::write(dir.join("metrics.jsonl"), metrics).unwrap();
+        let run = FinishedRun::load(&dir, None).unwrap();
+        let points: Vec<(usize, (f64, f64))> = run.held_out_points().into_iter().collect();
+        // Iterations 0–3 at 100–400 environment steps; the final 25 % after the last.
+        assert_eq!(points, vec![(0, (100.0, 0.5)), (4, (400.0, 0.25))]);
     }
 
     #[test]
