@@ -134,17 +134,15 @@ impl LearnerBatch {
             let rows = &self.rows;
             chunk.sort_by_key(|&i| std::cmp::Reverse(rows[i].context.len() + rows[i].target.len()));
         }
-        let permute =
-            |rows: &mut Vec<Vec<f32>>| *rows = order.iter().map(|&i| rows[i].clone()).collect();
-        permute(&mut self.old_logprobs);
-        permute(&mut self.advantages.advantages);
+        permute(&mut self.rows, &order);
+        permute(&mut self.old_logprobs, &order);
+        permute(&mut self.advantages.advantages, &order);
         if let Some(returns) = self.advantages.returns.as_mut() {
-            permute(returns);
+            permute(returns, &order);
         }
         if let Some(values) = self.values.as_mut() {
-            permute(values);
+            permute(values, &order);
         }
-        self.rows = order.iter().map(|&i| self.rows[i].clone()).collect();
     }
 
     /// The response tokens of each row.
@@ -156,6 +154,11 @@ impl LearnerBatch {
     pub fn aux_tokens(&self) -> Vec<Vec<usize>> {
         self.aux.iter().map(AuxBatch::target_tokens).collect()
     }
+}
+
+/// Puts `items[order[k]]` at `k`.
+fn permute<T: Clone>(items: &mut Vec<T>, order: &[usize]) {
+    *items = order.iter().map(|&i| items[i].clone()).collect();
 }
 
 /// Sets the advantages of rows with any non-finite advantage (or value) to 0 and their value
