@@ -205,7 +205,9 @@ fn a_lora_model_exports_merged_and_as_a_peft_adapter_on_its_base() {
     for format in [ExportFormat::Hf, ExportFormat::Gguf, ExportFormat::Peft] {
         let dir = out.path().join(format!("{format:?}"));
         let report = export.write(&ExportOptions::new(format), &dir).unwrap();
-        assert_eq!(report.max_logit_diff, 0.0, "{format:?}");
+        // The LoRA model computes `x·W₀ + (s·x·A)·B`, a merged export `x·(W₀ + s·A·B)`: the
+        // same function, rounded otherwise.
+        assert!(report.max_logit_diff < 1e-5, "{format:?}: {report:?}");
         let back = loaded(format, &dir, Some(&base_dir));
         assert_eq!(greedy(&back, &tok), greedy(&model, &tok), "{format:?}");
     }

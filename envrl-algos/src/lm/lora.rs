@@ -5,7 +5,32 @@ use burn::module::{Lora, Module, Param, ParamGroup};
 use burn::nn::Linear;
 use burn::tensor::Tensor;
 
+use crate::lm::kernels::matmul;
 use crate::lm::{CausalLm, DecoderLayer};
+
+/// `x · W` for a projection weight `W` (`[d_in, d_out]`), `x` of `[rows, d_in]`.
+///
+/// With a LoRA adapter (`W = W₀ + s·A·B`) this is `x·W₀ + ((s·x·A)·B)`, never the adapted
+/// matrix itself: Burn's `Param::val` materialises `W₀ + s·A·B` (`d_in × d_out` multiply-adds
+/// per rank and a new matrix for every call, i.e. every decoded token), and its gradient
+/// `xᵀ·∂y` is a full `d_in × d_out` product that the frozen `W₀` does not need. Here the
+/// frozen base takes part in the forward product and in `∂x` only, and the adapters' gradients
+/// come from products of width `rank`: about a third fewer multiply-adds in a LoRA update.
+pub(crate) fn weight_product(x: Tensor<2>, weight: &Param<Tensor<2>>) -> Tensor<2> {
+    let Some(adapter) = weight.adapter() else {
+        return matmul(x, weight.val());
+    };
+    let (a, b) = (adapter.a.val(), adapter.b.val());
+    let base = weight.base();
+    // As Burn's adapter does: a dense base of another float type computes in the factors'.
+    let base = if base.dtype().is_float() && base.dtype() != a.dtype() {
+        base.cast(a.dtype())
+    } else {
+        base
+    };
+    let low = matmul(x.clone(), a).mul_scalar(adapter.scale);
+    matmul(x, base) + matmul(low, b)
+}
 
 /// The parameter paths that get adapters: the attention and MLP projections' weights.
 const ADAPTED: &str = "_proj.weight";
@@ -172,12 +197,14 @@ fn push_linear<'a>(out: &mut Vec<(String, HfParam<'a>)>, name: String, linear: &
 #[cfg(test)]
 mod tests {
     use burn::module::Module;
-    use burn::tensor::Device;
+    use burn::tensor::{Device, Tensor, TensorData};
     use envrl::{BehaviourCloning, Policy, ScoreRow};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
+    use super::weight_product;
     use crate::lm::LmConfig;
+    use crate::lm::kernels::matmul;
 
     fn rows() -> Vec<ScoreRow> {
         (0..4u32)
@@ -247,5 +274,60 @@ mod tests {
         let record = trained.clone().into_record();
         let reloaded = model.with_lora(4, 8.0, 1).try_load_record(record).unwrap();
         assert_eq!(weights(&reloaded), w1);
+    }
+
+    #[test]
+    fn the_factored_product_equals_the_adapted_matrix_and_its_gradients() {
+        let device = Device::flex().autodiff();
+        let lora = LmConfig::tiny(40)
+            .init(&device, 3)
+            .unwrap()
+            .with_lora(4, 8.0, 0);
+        // A few steps so that B is no longer zero.
+        let bc = BehaviourCloning {
+            steps: 2,
+            batch_size: 4,
+            learning_rate: 1e-2,
+            max_grad_norm: 1.0,
+            context_weight: 0.0,
+        };
+        let (trained, _) = bc.train(lora, &rows(), &mut ChaCha8Rng::seed_from_u64(0));
+        let weight = &trained.model.layers[0].mlp.gate_proj.weight;
+        let adapter = weight.adapter().expect("an adapted projection");
+        let [d_in, d_out] = weight.lazy_shape().dims();
+        let values = |n: usize, shift: f32| -> Vec<f32> {
+            (0..n).map(|i| ((i as f32 * 0.37 + shift).sin())).collect()
+        };
+        let x = Tensor::<2>::from_data(TensorData::new(values(5 * d_in, 0.1), [5, d_in]), &device)
+            .require_grad();
+        let upstream =
+            Tensor::<2>::from_data(TensorData::new(values(5 * d_out, 0.7), [5, d_out]), &device);
+        let run = |y: Tensor<2>| {
+            let grads = (y.clone() * upstream.clone()).sum().backward();
+            let grad = |t: Tensor<2>| t.grad(&grads).unwrap().into_data();
+            (
+                y.into_data(),
+                grad(x.clone()),
+                grad(adapter.a.val()),
+                grad(adapter.b.val()),
+                weight.base().grad(&grads).is_some(),
+            )
+        };
+        let factored = run(weight_product(x.clone(), weight));
+        let adapted = run(matmul(x.clone(), weight.val()));
+        let tolerance = burn::tensor::Tolerance::<f32>::rel_abs(1e-4, 1e-5);
+        for (f, a) in [
+            (&factored.0, &adapted.0),
+            (&factored.1, &adapted.1),
+            (&factored.2, &adapted.2),
+            (&factored.3, &adapted.3),
+        ] {
+            f.assert_approx_eq::<f32>(a, tolerance);
+        }
+        assert!(
+            adapter.b.val().abs().sum().into_scalar::<f32>() > 0.0,
+            "B is still zero"
+        );
+        assert!(!factored.4, "the frozen base got a gradient");
     }
 }

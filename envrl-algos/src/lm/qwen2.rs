@@ -18,6 +18,7 @@ use crate::lm::acting::{ActingWeights, PackedLayer, packed_product};
 use crate::lm::init::{self, normal, param};
 use crate::lm::kernels::packed::PackedMatrix;
 use crate::lm::kernels::{matmul, rms_norm, softmax_rows, swiglu};
+use crate::lm::lora::weight_product;
 use crate::lm::mask::attention_bias;
 use crate::lm::rope::RopeTables;
 use crate::lm::{KvCache, LmConfig};
@@ -172,7 +173,7 @@ pub(crate) fn project(linear: &Linear, packed: Option<&PackedMatrix>, x: Tensor<
     let x = x.reshape([batch * seq, d_in]);
     let y = match packed {
         Some(packed) => packed_product(x, packed),
-        None => matmul(x, linear.weight.val()),
+        None => weight_product(x, &linear.weight),
     };
     let d_out = y.dims()[1];
     with_bias(linear, y).reshape([batch, seq, d_out])

@@ -103,9 +103,10 @@ pub(crate) fn load<E: Environment>(
 /// Refuses a run whose model, optimizer state and rollouts cannot fit in `available` bytes,
 /// before the warm start or the first rollout allocates them: for a full fine-tune, the f32
 /// weights and a reference copy, gradients and two AdamW moments for every parameter (5 × the
-/// weights); for a LoRA run, the frozen weights, the adapted weights its forward pass
-/// materialises (2 × the weights; the reference shares the frozen base), and the adapters with
-/// their reference copy, gradients and moments (5 × the adapters); then the key/value caches of
+/// weights); for a LoRA run, the frozen weights (the forward pass applies the adapters as
+/// products of width `rank` and materialises no adapted matrix; the reference shares the frozen
+/// base) and the adapters with their reference copy, gradients and moments (5 × the adapters);
+/// then the key/value caches of
 /// the `groups × group_size` episodes one iteration plays, each at least `max_new_tokens` long,
 /// and a lighter acting copy's packed matrices (2 bytes a weight in bf16, 1.125 in int8; prompts
 /// and activations come on top).
@@ -116,7 +117,7 @@ fn ensure_run_fits(config: &RunConfig, lm: &LmConfig, available: Option<u64>) ->
     let (training, trained) = match config.lora.rank {
         0 => (5 * weights, "optimizer state"),
         rank => (
-            2 * weights + 5 * lm.lora_parameter_count(rank) * 4,
+            weights + 5 * lm.lora_parameter_count(rank) * 4,
             "LoRA adapters with their optimizer state",
         ),
     };
@@ -169,9 +170,9 @@ mod tests {
         config.trainer.groups = 1;
         config.trainer.group_size = 1;
         // A model of ~1.1e9 parameters (4.4 GB of f32 weights): a full fine-tune needs 5 ×,
-        // a rank-8 LoRA run about 2 ×.
+        // a rank-8 LoRA run a little over 1 ×.
         let lm = LmConfig::new(32_000, 2048, 5632, 22, 32, 4);
-        let available = Some(12 << 30);
+        let available = Some(6 << 30);
         let err = ensure_run_fits(&config, &lm, available)
             .unwrap_err()
             .to_string();
