@@ -171,6 +171,11 @@ pub struct GenerateBench {
     /// comma-separated; the lighter ones need `--dtype f32` on the CPU.
     #[arg(long, default_value = "f32,bf16,int8", value_delimiter = ',')]
     pub weights: Vec<RolloutWeights>,
+    /// Attach LoRA adapters of this rank (alpha = 2 × rank) first, as a LoRA run's policy has
+    /// them: the `f32` rows then time the adapters applied at every step, the lighter copies
+    /// have them merged (no PyTorch column).
+    #[arg(long, default_value_t = 0)]
+    pub lora_rank: usize,
     /// The device and the float type of the weights and activations (f32 by default).
     #[command(flatten)]
     pub device: DeviceArgs,
@@ -200,6 +205,7 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     let dtype = bench.device.dtype_or(DType::F32);
     let device = bench.device.device()?;
     let (model, config) = bench_model(&bench.model, 0, &device)?;
+    let model = with_lora(model, bench.lora_rank);
     let vocab = model.vocab_size();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let prefill_ids = random_ids(&mut rng, vocab, bench.prefill_len);
@@ -248,37 +254,43 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
     }
 
     let reference = match &bench.python {
-        Some(python) if dtype == DType::F32 && is_gguf(&bench.model) => Some(run_python(
-            python,
-            &[
-                "generate".into(),
-                "--gguf".into(),
-                bench.model.display().to_string(),
-                "--prompt-len".into(),
-                bench.prompt_len.to_string(),
-                "--new-tokens".into(),
-                bench.new_tokens.to_string(),
-                "--prefill-len".into(),
-                bench.prefill_len.to_string(),
-                "--batches".into(),
-                bench
-                    .batches
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(","),
-                "--threads".into(),
-                threads.to_string(),
-            ],
-        )?),
+        Some(python) if dtype == DType::F32 && is_gguf(&bench.model) && bench.lora_rank == 0 => {
+            Some(run_python(
+                python,
+                &[
+                    "generate".into(),
+                    "--gguf".into(),
+                    bench.model.display().to_string(),
+                    "--prompt-len".into(),
+                    bench.prompt_len.to_string(),
+                    "--new-tokens".into(),
+                    bench.new_tokens.to_string(),
+                    "--prefill-len".into(),
+                    bench.prefill_len.to_string(),
+                    "--batches".into(),
+                    bench
+                        .batches
+                        .iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    "--threads".into(),
+                    threads.to_string(),
+                ],
+            )?)
+        }
         _ => None,
     };
     println!(
-        "model: {} ({} layers, width {}), {}",
+        "model: {} ({} layers, width {}), {}{}",
         bench.model.display(),
         config.num_hidden_layers,
         config.hidden_size,
-        dtype.name()
+        dtype.name(),
+        match bench.lora_rank {
+            0 => String::new(),
+            rank => format!(", LoRA rank {rank}"),
+        }
     );
     header(threads, &bench.device.device.to_string());
     row(
@@ -429,6 +441,14 @@ pub struct TrainBench {
     pub device: DeviceArgs,
 }
 
+/// `model` with LoRA adapters of `rank` (alpha = 2 × rank) attached; unchanged for rank 0.
+fn with_lora(model: CausalLm, rank: usize) -> CausalLm {
+    match rank {
+        0 => model,
+        rank => model.with_lora(rank, 2.0 * rank as f64, 0),
+    }
+}
+
 /// The Hugging Face `config.json` of a model config (what the PyTorch side builds).
 fn hf_config(config: &LmConfig) -> serde_json::Value {
     envrl_algos::export::hf_config_json(config, 8192)
@@ -448,10 +468,7 @@ pub fn bench_train(bench: &TrainBench) -> Result<()> {
     }
     let (model, config) = bench_model(Path::new(&bench.model), bench.vocab, &device)?;
     let base_params = model.num_params();
-    let model = match bench.lora_rank {
-        0 => model,
-        rank => model.with_lora(rank, 2.0 * rank as f64, 0),
-    };
+    let model = with_lora(model, bench.lora_rank);
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let rows: Vec<ScoreRow> = (0..bench.batch)
         .map(|_| {
