@@ -1,4 +1,5 @@
-//! Batched generation with a KV cache over left-padded prompts.
+//! Batched generation with a KV cache over left-padded prompts, prefilled once per distinct
+//! prompt in buckets of similar lengths.
 
 use std::collections::HashMap;
 
@@ -18,6 +19,42 @@ pub(crate) struct SharedPrompts {
     pub distinct: Vec<usize>,
     /// For each row, the index into `distinct` of its prompt.
     pub source: Vec<usize>,
+    /// The distinct prompts (indices into `distinct`) prefilled together, each bucket padded
+    /// to its own longest prompt ([`length_buckets`]).
+    pub buckets: Vec<Vec<usize>>,
+}
+
+/// Padded positions a prefill bucket may add, as a share of its real tokens, before a longer
+/// prompt starts a bucket of its own.
+const BUCKET_SLACK: f64 = 0.125;
+
+/// The prompts of `lengths` grouped for prefill: sorted by length (ties in order), and a prompt
+/// joins the bucket before it unless padding the bucket to it would add more than
+/// [`BUCKET_SLACK`] of the bucket's real tokens. One padded batch of prompts of unequal lengths
+/// computes every row at the longest length; buckets bound that waste, at the cost of one
+/// forward pass per bucket.
+pub(crate) fn length_buckets(lengths: &[usize]) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..lengths.len()).collect();
+    order.sort_by_key(|&i| lengths[i]);
+    let mut buckets: Vec<Vec<usize>> = Vec::new();
+    let mut real = 0usize;
+    for i in order {
+        let len = lengths[i];
+        match buckets.last_mut() {
+            Some(bucket)
+                if ((bucket.len() + 1) * len) as f64
+                    <= (1.0 + BUCKET_SLACK) * (real + len) as f64 =>
+            {
+                bucket.push(i);
+                real += len;
+            }
+            _ => {
+                buckets.push(vec![i]);
+                real = len;
+            }
+        }
+    }
+    buckets
 }
 
 impl SharedPrompts {
@@ -34,7 +71,13 @@ impl SharedPrompts {
                 })
             })
             .collect();
-        Self { distinct, source }
+        let lengths: Vec<usize> = distinct.iter().map(|&r| prompts[r].len()).collect();
+        let buckets = length_buckets(&lengths);
+        Self {
+            distinct,
+            source,
+            buckets,
+        }
     }
 
     /// The prompt tokens of the rows that reuse another row's prefill.
@@ -43,19 +86,16 @@ impl SharedPrompts {
         let prefilled: usize = self.distinct.iter().map(|&r| prompts[r].len()).sum();
         total - prefilled
     }
-
-    fn is_shared(&self) -> bool {
-        self.distinct.len() < self.source.len()
-    }
 }
 
 impl CausalLm {
-    /// Samples a response for each prompt in one batch: the distinct prompts are left-padded
-    /// and fed once (a repeated prompt's key/value cache and first logits are copied to each of
-    /// its rows; each row draws its own tokens), then one token per row per step from the KV
-    /// cache, until every row has produced a stop token or `max_new_tokens`. A row's tokens and
-    /// log-probabilities are those of the batch without sharing, the latter up to the last bits
-    /// (the prefill's products run over fewer rows).
+    /// Samples a response for each prompt in one batch: the distinct prompts are fed once, in
+    /// buckets of similar lengths each left-padded to its longest prompt (a repeated prompt's
+    /// key/value cache and first logits are copied to each of its rows; each row draws its own
+    /// tokens), then one token per row per step from the KV cache, until every row has produced
+    /// a stop token or `max_new_tokens`. A row's tokens and log-probabilities are those of the
+    /// row generated alone, the latter up to the last bits (the prefill's products run over
+    /// other row counts).
     pub fn generate_batch(
         &self,
         prompts: &[Vec<u32>],
@@ -89,37 +129,9 @@ impl CausalLm {
         if batch == 0 || params.max_new_tokens == 0 {
             return out;
         }
-        // The distinct prompts have the same lengths as the batch's, so their left padding, and
-        // with it the attention path the prefill takes, is the whole batch's.
         let width = prompts.iter().map(Vec::len).max().unwrap_or(0).max(1);
-        let mut ids = Vec::with_capacity(shared.distinct.len() * width);
-        let mut positions = Vec::with_capacity(shared.distinct.len() * width);
-        let mut key_valid = Vec::with_capacity(shared.distinct.len());
-        for &row in &shared.distinct {
-            let prompt = &prompts[row];
-            let pad = width - prompt.len();
-            ids.extend(std::iter::repeat_n(pad_id, pad).chain(prompt.iter().copied()));
-            positions.extend(std::iter::repeat_n(0, pad).chain(0..prompt.len()));
-            key_valid.push((0..width).map(|j| j >= pad).collect::<Vec<bool>>());
-        }
         let mut next_pos: Vec<usize> = prompts.iter().map(Vec::len).collect();
-        let mut cache = KvCache::new(self.num_layers());
-        let prefill = TokenBatch {
-            ids: &ids,
-            batch: shared.distinct.len(),
-            seq: width,
-            positions: &positions,
-            key_valid: &key_valid,
-        };
-        let hidden = self.forward_hidden(&prefill, Some(&mut cache));
-        let mut last = self.logits(hidden.narrow(1, width - 1, 1));
-        if shared.is_shared() {
-            cache = cache.select_rows(&shared.source);
-            let index: Vec<i64> = shared.source.iter().map(|&r| r as i64).collect();
-            let index =
-                Tensor::<1, Int>::from_data(TensorData::new(index, [batch]), &last.device());
-            last = last.select(0, index);
-        }
+        let (mut cache, mut last) = self.prefill(prompts, shared, width, pad_id);
 
         for _ in 0..params.max_new_tokens {
             let [rows, _, vocab] = last.dims();
@@ -176,6 +188,69 @@ impl CausalLm {
     }
 }
 
+impl CausalLm {
+    /// The key/value cache and last-position logits of every row of `prompts`, left-padded to
+    /// `width`: each bucket of distinct prompts of `shared` is fed as one batch padded to its
+    /// own longest prompt, its cache padded on the left to `width`, and each row takes its
+    /// prompt's cache and logits. Padding is masked, so a row's values do not depend on its
+    /// bucket (up to the products' blocking over other row counts).
+    fn prefill(
+        &self,
+        prompts: &[Vec<u32>],
+        shared: &SharedPrompts,
+        width: usize,
+        pad_id: u32,
+    ) -> (KvCache, Tensor<3>) {
+        let mut caches = Vec::with_capacity(shared.buckets.len());
+        let mut logits = Vec::with_capacity(shared.buckets.len());
+        // The position of each distinct prompt in the buckets' concatenation.
+        let mut placed = vec![0usize; shared.distinct.len()];
+        let mut filled = 0;
+        for bucket in &shared.buckets {
+            let rows: Vec<&[u32]> = bucket
+                .iter()
+                .map(|&d| prompts[shared.distinct[d]].as_slice())
+                .collect();
+            let bucket_width = rows.iter().map(|r| r.len()).max().unwrap_or(0).max(1);
+            let mut ids = Vec::with_capacity(rows.len() * bucket_width);
+            let mut positions = Vec::with_capacity(rows.len() * bucket_width);
+            let mut key_valid = Vec::with_capacity(rows.len());
+            for prompt in &rows {
+                let pad = bucket_width - prompt.len();
+                ids.extend(std::iter::repeat_n(pad_id, pad).chain(prompt.iter().copied()));
+                positions.extend(std::iter::repeat_n(0, pad).chain(0..prompt.len()));
+                key_valid.push((0..bucket_width).map(|j| j >= pad).collect::<Vec<bool>>());
+            }
+            let mut cache = KvCache::new(self.num_layers());
+            let batch = TokenBatch {
+                ids: &ids,
+                batch: rows.len(),
+                seq: bucket_width,
+                positions: &positions,
+                key_valid: &key_valid,
+            };
+            let hidden = self.forward_hidden(&batch, Some(&mut cache));
+            logits.push(self.logits(hidden.narrow(1, bucket_width - 1, 1)));
+            for (k, &d) in bucket.iter().enumerate() {
+                placed[d] = filled + k;
+            }
+            filled += bucket.len();
+            caches.push(cache.padded_left(width));
+        }
+        let source: Vec<usize> = shared.source.iter().map(|&d| placed[d]).collect();
+        let cache = KvCache::concat(caches);
+        let last = Tensor::cat(logits, 0);
+        let identity = source.iter().enumerate().all(|(i, &s)| i == s);
+        if identity && source.len() == cache.key_valid.len() {
+            return (cache, last);
+        }
+        let index: Vec<i64> = source.iter().map(|&r| r as i64).collect();
+        let index =
+            Tensor::<1, Int>::from_data(TensorData::new(index, [source.len()]), &last.device());
+        (cache.select_rows(&source), last.select(0, index))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use burn::tensor::Device;
@@ -184,11 +259,54 @@ mod tests {
     use super::*;
     use crate::lm::LmConfig;
 
-    /// Every row prefilled on its own: no sharing.
+    /// Every row prefilled in one batch padded to the longest prompt: no sharing, no buckets.
     fn unshared(n: usize) -> SharedPrompts {
         SharedPrompts {
             distinct: (0..n).collect(),
             source: (0..n).collect(),
+            buckets: vec![(0..n).collect()],
+        }
+    }
+
+    #[test]
+    fn prompts_are_bucketed_by_length_with_bounded_padding() {
+        assert_eq!(
+            length_buckets(&[10, 100, 11, 12, 95, 50]),
+            vec![vec![0, 2, 3], vec![5], vec![4, 1]]
+        );
+        // Equal lengths never pad: one bucket, in order.
+        assert_eq!(length_buckets(&[7, 7, 7]), vec![vec![0, 1, 2]]);
+        assert!(length_buckets(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_bucketed_prefill_gives_each_row_its_tokens_and_logprobs_generated_alone() {
+        let model = LmConfig::tiny(50).init(&Device::flex(), 5).unwrap();
+        let prompts: Vec<Vec<u32>> = [3, 40, 4, 38, 17, 3]
+            .iter()
+            .enumerate()
+            .map(|(row, &len)| {
+                (0..len)
+                    .map(|i| ((5 * row + 3 * i) % 47 + 2) as u32)
+                    .collect()
+            })
+            .collect();
+        let shared = SharedPrompts::of(&prompts);
+        assert!(shared.buckets.len() > 1, "{:?}", shared.buckets);
+        let params = SamplingParams {
+            temperature: 0.0,
+            max_new_tokens: 8,
+            ..Default::default()
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let batched = model.generate_batch(&prompts, &[1], 0, &params, &mut rng);
+        for (prompt, ours) in prompts.iter().zip(&batched) {
+            let alone =
+                model.generate_batch(std::slice::from_ref(prompt), &[1], 0, &params, &mut rng);
+            assert_eq!(ours.tokens, alone[0].tokens);
+            for (x, y) in ours.logprobs.iter().zip(&alone[0].logprobs) {
+                assert!((x - y).abs() <= 1e-5, "{x} vs {y}");
+            }
         }
     }
 

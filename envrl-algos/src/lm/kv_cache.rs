@@ -61,6 +61,64 @@ impl KvCache {
         }
     }
 
+    /// This cache with `width − len` masked positions added on the left of every row (keys and
+    /// values zero), so that it lines up with a batch left-padded to `width`.
+    pub(crate) fn padded_left(self, width: usize) -> Self {
+        let pad = width.saturating_sub(self.len());
+        if pad == 0 {
+            return self;
+        }
+        let layers = self
+            .layers
+            .into_iter()
+            .map(|layer| {
+                layer.map(|(k, v)| {
+                    let zeros = |t: &Tensor<4>| {
+                        let [b, h, _, d] = t.dims();
+                        Tensor::<4>::zeros([b, h, pad, d], &t.device())
+                    };
+                    let (zk, zv) = (zeros(&k), zeros(&v));
+                    (Tensor::cat(vec![zk, k], 2), Tensor::cat(vec![zv, v], 2))
+                })
+            })
+            .collect();
+        let key_valid = self
+            .key_valid
+            .into_iter()
+            .map(|row| std::iter::repeat_n(false, pad).chain(row).collect())
+            .collect();
+        Self { layers, key_valid }
+    }
+
+    /// The rows of `caches` one after the other (caches of the same length and layers).
+    pub(crate) fn concat(caches: Vec<KvCache>) -> Self {
+        let mut caches = caches.into_iter();
+        let Some(first) = caches.next() else {
+            return Self::default();
+        };
+        let rest: Vec<KvCache> = caches.collect();
+        if rest.is_empty() {
+            return first;
+        }
+        let layers = (0..first.layers.len())
+            .map(|i| {
+                let parts: Option<Vec<(Tensor<4>, Tensor<4>)>> = std::iter::once(&first)
+                    .chain(&rest)
+                    .map(|c| c.layers[i].clone())
+                    .collect();
+                parts.map(|parts| {
+                    let (ks, vs): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
+                    (Tensor::cat(ks, 0), Tensor::cat(vs, 0))
+                })
+            })
+            .collect();
+        let key_valid = std::iter::once(first.key_valid)
+            .chain(rest.into_iter().map(|c| c.key_valid))
+            .flatten()
+            .collect();
+        Self { layers, key_valid }
+    }
+
     /// Appends `k`, `v` to layer `layer` and returns the full keys and values.
     pub(crate) fn append(
         &mut self,

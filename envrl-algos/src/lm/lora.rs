@@ -296,7 +296,7 @@ mod tests {
         let adapter = weight.adapter().expect("an adapted projection");
         let [d_in, d_out] = weight.lazy_shape().dims();
         let values = |n: usize, shift: f32| -> Vec<f32> {
-            (0..n).map(|i| ((i as f32 * 0.37 + shift).sin())).collect()
+            (0..n).map(|i| (i as f32 * 0.37 + shift).sin()).collect()
         };
         let x = Tensor::<2>::from_data(TensorData::new(values(5 * d_in, 0.1), [5, d_in]), &device)
             .require_grad();
