@@ -186,9 +186,7 @@ impl CausalLm {
         }
         out
     }
-}
 
-impl CausalLm {
     /// The key/value cache and last-position logits of every row of `prompts`, left-padded to
     /// `width`: each bucket of distinct prompts of `shared` is fed as one batch padded to its
     /// own longest prompt, its cache padded on the left to `width`, and each row takes its
@@ -203,9 +201,6 @@ impl CausalLm {
     ) -> (KvCache, Tensor<3>) {
         let mut caches = Vec::with_capacity(shared.buckets.len());
         let mut logits = Vec::with_capacity(shared.buckets.len());
-        // The position of each distinct prompt in the buckets' concatenation.
-        let mut placed = vec![0usize; shared.distinct.len()];
-        let mut filled = 0;
         for bucket in &shared.buckets {
             let rows: Vec<&[u32]> = bucket
                 .iter()
@@ -231,11 +226,12 @@ impl CausalLm {
             };
             let hidden = self.forward_hidden(&batch, Some(&mut cache));
             logits.push(self.logits(hidden.narrow(1, bucket_width - 1, 1)));
-            for (k, &d) in bucket.iter().enumerate() {
-                placed[d] = filled + k;
-            }
-            filled += bucket.len();
             caches.push(cache.padded_left(width));
+        }
+        // The position of each distinct prompt in the buckets' concatenation.
+        let mut placed = vec![0usize; shared.distinct.len()];
+        for (position, &d) in shared.buckets.iter().flatten().enumerate() {
+            placed[d] = position;
         }
         let source: Vec<usize> = shared.source.iter().map(|&d| placed[d]).collect();
         let cache = KvCache::concat(caches);

@@ -91,31 +91,21 @@ impl KvCache {
     }
 
     /// The rows of `caches` one after the other (caches of the same length and layers).
-    pub(crate) fn concat(caches: Vec<KvCache>) -> Self {
-        let mut caches = caches.into_iter();
-        let Some(first) = caches.next() else {
-            return Self::default();
-        };
-        let rest: Vec<KvCache> = caches.collect();
-        if rest.is_empty() {
-            return first;
+    pub(crate) fn concat(mut caches: Vec<KvCache>) -> Self {
+        if caches.len() == 1 {
+            return caches.pop().unwrap_or_default();
         }
-        let layers = (0..first.layers.len())
+        let layers = (0..caches.first().map_or(0, |c| c.layers.len()))
             .map(|i| {
-                let parts: Option<Vec<(Tensor<4>, Tensor<4>)>> = std::iter::once(&first)
-                    .chain(&rest)
-                    .map(|c| c.layers[i].clone())
-                    .collect();
+                let parts: Option<Vec<(Tensor<4>, Tensor<4>)>> =
+                    caches.iter().map(|c| c.layers[i].clone()).collect();
                 parts.map(|parts| {
                     let (ks, vs): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
                     (Tensor::cat(ks, 0), Tensor::cat(vs, 0))
                 })
             })
             .collect();
-        let key_valid = std::iter::once(first.key_valid)
-            .chain(rest.into_iter().map(|c| c.key_valid))
-            .flatten()
-            .collect();
+        let key_valid = caches.into_iter().flat_map(|c| c.key_valid).collect();
         Self { layers, key_valid }
     }
 
