@@ -132,6 +132,7 @@ impl CausalLm {
         let width = prompts.iter().map(Vec::len).max().unwrap_or(0).max(1);
         let mut next_pos: Vec<usize> = prompts.iter().map(Vec::len).collect();
         let (mut cache, mut last) = self.prefill(prompts, shared, width, pad_id);
+        cache.reserve(params.max_new_tokens);
 
         for _ in 0..params.max_new_tokens {
             let [rows, _, vocab] = last.dims();

@@ -126,13 +126,19 @@ impl Attention {
         let v = v.reshape([batch, seq, kvh, hd]).swap_dims(1, 2);
         let q = rope.apply(q);
         let k = rope.apply(k);
-        let (k, v) = match cache {
-            Some((cache, layer)) => cache.append(layer, k, v),
-            None => (k, v),
+        let out = match cache {
+            // Decoding and prefill: the cache's keys and values as they are (views of its
+            // buffers), each shared by its group of query heads.
+            Some((cache, layer)) => {
+                let (k, v) = cache.append(layer, k, v);
+                grouped_scaled_dot_product(q, k, v, bias)
+            }
+            None => {
+                let k = repeat_kv(k, h / kvh);
+                let v = repeat_kv(v, h / kvh);
+                scaled_dot_product(q, k, v, bias)
+            }
         };
-        let k = repeat_kv(k, h / kvh);
-        let v = repeat_kv(v, h / kvh);
-        let out = scaled_dot_product(q, k, v, bias);
         project(
             &self.o_proj,
             packed.map(|p| &p.o),
@@ -162,6 +168,31 @@ fn scaled_dot_product(
         None => softmax_rows(scores, scale, true),
     };
     matmul(probs, v)
+}
+
+/// [`scaled_dot_product`] with each key/value head shared by `heads / kv_heads` query heads,
+/// without repeating the keys and values: a group's queries are the rows of one product.
+///
+/// # Shapes
+/// - `q`: `[batch, heads, seq, head_dim]`, `k` and `v`: `[batch, kv_heads, kv_seq, head_dim]`
+/// - `bias`: as in [`Attention::forward`]
+fn grouped_scaled_dot_product(
+    q: Tensor<4>,
+    k: Tensor<4>,
+    v: Tensor<4>,
+    bias: Option<Tensor<4>>,
+) -> Tensor<4> {
+    let [batch, heads, seq, head_dim] = q.dims();
+    let [_, kv_heads, kv_seq, _] = k.dims();
+    let rows = heads / kv_heads * seq;
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    let scores = matmul(q.reshape([batch, kv_heads, rows, head_dim]), k.transpose())
+        .reshape([batch, heads, seq, kv_seq]);
+    let probs = match bias {
+        Some(bias) => softmax_rows(scores * scale + bias, 1.0, false),
+        None => softmax_rows(scores, scale, true),
+    };
+    matmul(probs.reshape([batch, kv_heads, rows, kv_seq]), v).reshape([batch, heads, seq, head_dim])
 }
 
 /// `x · W + b` for `x` of `[batch, seq, d_in]`, as one 2-D product over all `batch · seq` rows,

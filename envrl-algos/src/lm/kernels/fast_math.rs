@@ -92,6 +92,20 @@ fn sum(xs: &[f32]) -> f32 {
     lane_sum!(|x in xs| x)
 }
 
+/// Σ aᵢ·bᵢ over the shorter length.
+#[inline(always)]
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    lane_sum!(|x in a, y in b| x * y)
+}
+
+/// `y += alpha · x` over the shorter length.
+#[inline(always)]
+pub(crate) fn axpy(alpha: f32, x: &[f32], y: &mut [f32]) {
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y = alpha.mul_add(x, *y);
+    }
+}
+
 /// The largest element (−∞ for an empty slice; NaNs are skipped).
 #[inline(always)]
 fn max(xs: &[f32]) -> f32 {

@@ -4,7 +4,10 @@
 //! Burn flex's own product allocates its output zeroed as bytes and then copies it into an
 //! aligned buffer. This calls the same `gemm` kernels with the same threading rule, on
 //! strided operands (transposes are free), into an uninitialised `Vec<f32>` that `gemm`
-//! overwrites completely.
+//! overwrites completely. Products of a few rows whose operands are laid out for it (decoding's
+//! attention: a few query rows against the cached keys, then their probabilities against the
+//! cached values) skip `gemm` and its packing of the right operand: each output is a dot
+//! product of contiguous vectors, or each output row a sum of contiguous rows.
 
 use std::mem::MaybeUninit;
 
@@ -12,10 +15,17 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::{DType, Shape, TensorData};
 use rayon::prelude::*;
 
+use super::fast_math;
+
 /// Multiply-adds from which one product uses the whole rayon pool (Burn flex's threshold).
 const PARALLEL_PRODUCT: usize = 192 * 192 * 192;
 /// Multiply-adds of a batch from which its products run in parallel, one per task.
 const PARALLEL_BATCH: usize = 1 << 21;
+/// Rows of the left operand up to which a product may be computed directly, without `gemm`.
+const FEW_ROWS: usize = 8;
+/// Elements of the right operand up to which it may (1 MiB, about a core's second-level cache:
+/// the direct product reads it once per left row; weight matrices go to `gemm`).
+const FEW_ROWS_RIGHT: usize = 1 << 18;
 
 /// One operand: its buffer, the element offset of each matrix of the batch, and its row and
 /// column strides.
@@ -59,6 +69,85 @@ impl<'a> Operand<'a> {
     fn ptr(&self, b: usize) -> *const f32 {
         self.data[self.offsets[b]..].as_ptr()
     }
+
+    /// Line `i` of matrix `b` (`len` elements from `i · stride`, contiguous).
+    #[inline(always)]
+    fn line(&self, b: usize, i: usize, stride: isize, len: usize) -> &[f32] {
+        let start = self.offsets[b] + i * stride as usize;
+        &self.data[start..start + len]
+    }
+}
+
+/// How the right operand of a few-row product is read: by its columns (each one dot product
+/// with a left row) or by its rows (each one added to an output row, scaled).
+#[derive(Clone, Copy)]
+enum FewRows {
+    Columns,
+    Rows,
+}
+
+/// The batch of `m × k` by `k × n` products directly into `dst` (`[batch, m, n]`), for left
+/// operands with contiguous rows and right operands read as `how` says.
+fn few_rows_product(a: &Operand, b: &Operand, mkn: [usize; 3], how: FewRows, dst: &mut [f32]) {
+    let [m, k, n] = mkn;
+    let product = |batch: usize, out: &mut [f32]| {
+        pulp::Arch::new().dispatch(FewRowsProduct {
+            a,
+            b,
+            mkn,
+            how,
+            batch,
+            out,
+        })
+    };
+    if m * n * k * a.offsets.len() >= PARALLEL_BATCH {
+        dst.par_chunks_mut(m * n)
+            .enumerate()
+            .for_each(|(i, out)| product(i, out));
+    } else {
+        for (i, out) in dst.chunks_mut(m * n).enumerate() {
+            product(i, out);
+        }
+    }
+}
+
+/// One product of [`few_rows_product`], compiled for the CPU's best instruction set (its
+/// loops vectorise there).
+struct FewRowsProduct<'a> {
+    a: &'a Operand<'a>,
+    b: &'a Operand<'a>,
+    mkn: [usize; 3],
+    how: FewRows,
+    /// Which product of the batch.
+    batch: usize,
+    /// Its `[m, n]` outputs.
+    out: &'a mut [f32],
+}
+
+impl pulp::WithSimd for FewRowsProduct<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let (a, b, i) = (self.a, self.b, self.batch);
+        let [_, k, n] = self.mkn;
+        for (r, out) in self.out.chunks_exact_mut(n).enumerate() {
+            let lhs = a.line(i, r, a.row_stride, k);
+            match self.how {
+                FewRows::Columns => {
+                    for (j, o) in out.iter_mut().enumerate() {
+                        *o = fast_math::dot(lhs, b.line(i, j, b.col_stride, k));
+                    }
+                }
+                FewRows::Rows => {
+                    out.fill(0.0);
+                    for (l, &alpha) in lhs.iter().enumerate() {
+                        fast_math::axpy(alpha, b.line(i, l, b.row_stride, n), out);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// `lhs · rhs` over the last two dimensions, or `None` when the operands are not `f32`,
@@ -76,6 +165,22 @@ pub(crate) fn matmul(lhs: &FlexTensor, rhs: &FlexTensor) -> Option<FlexTensor> {
     }
     let (a, b) = (Operand::new(lhs)?, Operand::new(rhs)?);
     let batch = a.offsets.len();
+    let mut dims = ls.to_vec();
+    dims[rank - 1] = n;
+    let few_rows = match (a.col_stride, b.row_stride, b.col_stride) {
+        _ if m > FEW_ROWS || k * n > FEW_ROWS_RIGHT => None,
+        (1, 1, _) => Some(FewRows::Columns),
+        (1, _, 1) => Some(FewRows::Rows),
+        _ => None,
+    };
+    if let Some(how) = few_rows {
+        let mut out = vec![0.0f32; batch * m * n];
+        few_rows_product(&a, &b, [m, k, n], how, &mut out);
+        return Some(FlexTensor::from_data(TensorData::new(
+            out,
+            Shape::from(dims),
+        )));
+    }
     let mut out: Vec<f32> = Vec::with_capacity(batch * m * n);
     let product = |dst: &mut [MaybeUninit<f32>], i: usize, parallelism| {
         // SAFETY: `dst` holds `m · n` elements, written row-major (row stride n, column
@@ -125,8 +230,6 @@ pub(crate) fn matmul(lhs: &FlexTensor, rhs: &FlexTensor) -> Option<FlexTensor> {
     }
     // SAFETY: every one of the `batch · m · n` elements was written by `gemm` above.
     unsafe { out.set_len(batch * m * n) };
-    let mut dims = ls.to_vec();
-    dims[rank - 1] = n;
     Some(FlexTensor::from_data(TensorData::new(
         out,
         Shape::from(dims),

@@ -189,10 +189,9 @@ impl PackedMatrix {
     pub fn matmul_transposed(&self, x: &[f32], m: usize) -> Vec<f32> {
         let (n, k) = (self.rows, self.cols);
         assert_eq!(x.len(), m * k, "{m} input rows of {k}");
-        // Output by output first (`[n, m]`), so that each task writes one contiguous block.
-        let mut by_output = vec![0.0f32; n * m];
+        let mut out = vec![0.0f32; m * n];
         if m == 0 || n == 0 || k == 0 {
-            return by_output;
+            return out;
         }
         // A bf16 product multiplies even and odd elements apart: split the inputs that way.
         let inputs = match self.storage {
@@ -202,27 +201,26 @@ impl PackedMatrix {
         let per_task = n
             .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
             .next_multiple_of(WEIGHT_ROWS_AT_ONCE);
-        by_output
-            .par_chunks_mut(per_task * m)
+        // Each task writes its outputs' columns of every output row.
+        let mut tasks: Vec<Vec<&mut [f32]>> = (0..n.div_ceil(per_task))
+            .map(|_| Vec::with_capacity(m))
+            .collect();
+        for row in out.chunks_mut(n) {
+            for (task, part) in tasks.iter_mut().zip(row.chunks_mut(per_task)) {
+                task.push(part);
+            }
+        }
+        tasks
+            .into_par_iter()
             .enumerate()
-            .for_each(|(task, dst)| {
+            .for_each(|(task, mut dst)| {
                 pulp::Arch::new().dispatch(Task {
                     matrix: self,
                     first: task * per_task,
                     inputs: &inputs,
-                    m,
-                    dst,
+                    dst: &mut dst,
                 })
             });
-        if m == 1 {
-            return by_output;
-        }
-        let mut out = vec![0.0f32; m * n];
-        for (j, outputs) in by_output.chunks(m).enumerate() {
-            for (i, &v) in outputs.iter().enumerate() {
-                out[i * n + j] = v;
-            }
-        }
         out
     }
 }
@@ -245,22 +243,23 @@ fn split_even_odd(x: &[f32], k: usize) -> Vec<f32> {
 }
 
 /// One rayon task of [`PackedMatrix::matmul_transposed`]: the outputs of weight rows
-/// `first..`, [`WEIGHT_ROWS_AT_ONCE`] at a time, for every input row, into `dst` (`[rows, m]`).
-struct Task<'a> {
+/// `first..`, [`WEIGHT_ROWS_AT_ONCE`] at a time, for every input row, into `dst` (one slice of
+/// outputs per input row).
+struct Task<'a, 'o> {
     matrix: &'a PackedMatrix,
     first: usize,
-    /// The `m` input rows: as given for int8, split in even and odd halves for bf16.
+    /// The input rows: as given for int8, split in even and odd halves for bf16.
     inputs: &'a [f32],
-    m: usize,
-    dst: &'a mut [f32],
+    dst: &'a mut [&'o mut [f32]],
 }
 
-impl pulp::WithSimd for Task<'_> {
+impl pulp::WithSimd for Task<'_, '_> {
     type Output = ();
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, simd: S) {
-        let (k, m) = (self.matrix.cols, self.m);
+        let k = self.matrix.cols;
+        let outputs = self.dst.first().map_or(0, |d| d.len());
         match &self.matrix.storage {
             Storage::Bf16 { pairs } => {
                 let half = padded_pairs(k);
@@ -270,13 +269,14 @@ impl pulp::WithSimd for Task<'_> {
                     .map(|row| row.split_at(half))
                     .collect();
                 let panel_len = WEIGHT_ROWS_AT_ONCE * half;
-                for (block, out) in self.dst.chunks_mut(WEIGHT_ROWS_AT_ONCE * m).enumerate() {
+                for block in 0..outputs.div_ceil(WEIGHT_ROWS_AT_ONCE) {
                     let panel = (self.first / WEIGHT_ROWS_AT_ONCE + block) * panel_len;
                     let panel = &pairs[panel..panel + panel_len];
                     // A last panel's zero rows are computed and not written.
                     for_input_rows(
                         &x,
-                        out,
+                        self.dst,
+                        block * WEIGHT_ROWS_AT_ONCE,
                         |x| bf16_panel(simd, panel, x),
                         |x| bf16_panel(simd, panel, x),
                     );
@@ -285,8 +285,9 @@ impl pulp::WithSimd for Task<'_> {
             Storage::Int8 { .. } => {
                 let x: Vec<&[f32]> = self.inputs.chunks_exact(k).collect();
                 let mut decoded = vec![0.0f32; WEIGHT_ROWS_AT_ONCE * k];
-                for (block, out) in self.dst.chunks_mut(WEIGHT_ROWS_AT_ONCE * m).enumerate() {
-                    let rows = out.len() / m;
+                for block in 0..outputs.div_ceil(WEIGHT_ROWS_AT_ONCE) {
+                    let at = block * WEIGHT_ROWS_AT_ONCE;
+                    let rows = (outputs - at).min(WEIGHT_ROWS_AT_ONCE);
                     for (r, buf) in decoded.chunks_mut(k).take(rows).enumerate() {
                         let row = self.first + block * WEIGHT_ROWS_AT_ONCE + r;
                         self.matrix.decode_row(row, buf);
@@ -297,7 +298,8 @@ impl pulp::WithSimd for Task<'_> {
                         std::array::from_fn(|r| &decoded[r * k..(r + 1) * k]);
                     for_input_rows(
                         &x,
-                        out,
+                        self.dst,
+                        at,
                         |x| f32_block(simd, w, x),
                         |x| f32_block(simd, w, x),
                     );
@@ -308,28 +310,31 @@ impl pulp::WithSimd for Task<'_> {
 }
 
 /// The dot products of `R` weight rows with every input row of `x`, [`ROWS_AT_ONCE`] input rows
-/// at a time (`four`), the rest one by one (`one`), into `out` (`[rows, m]`, weight row by
-/// weight row; a block's weight rows beyond `out`'s are dropped).
+/// at a time (`four`), the rest one by one (`one`), into outputs `at..` of `out` (one slice
+/// per input row; a block's weight rows beyond the slices' length are dropped).
 #[inline(always)]
 fn for_input_rows<X: Copy, const R: usize>(
     x: &[X],
-    out: &mut [f32],
+    out: &mut [&mut [f32]],
+    at: usize,
     four: impl Fn([X; ROWS_AT_ONCE]) -> [[f32; ROWS_AT_ONCE]; R],
     one: impl Fn([X; 1]) -> [[f32; 1]; R],
 ) {
     let m = x.len();
-    let rows = (out.len() / m.max(1)).min(R);
+    let rows = out.first().map_or(0, |o| o.len().saturating_sub(at)).min(R);
     let mut i = 0;
     while i + ROWS_AT_ONCE <= m {
         let sums = four(std::array::from_fn(|j| x[i + j]));
         for (r, sums) in sums.iter().enumerate().take(rows) {
-            out[r * m + i..r * m + i + ROWS_AT_ONCE].copy_from_slice(sums);
+            for (j, &sum) in sums.iter().enumerate() {
+                out[i + j][at + r] = sum;
+            }
         }
         i += ROWS_AT_ONCE;
     }
     for (i, &row) in x.iter().enumerate().skip(i) {
         for (r, sums) in one([row]).iter().enumerate().take(rows) {
-            out[r * m + i] = sums[0];
+            out[i][at + r] = sums[0];
         }
     }
 }

@@ -307,3 +307,30 @@ fn matmul_matches_burns_product_on_strided_batches_with_its_gradients() {
         1e-4,
     );
 }
+
+#[test]
+fn few_row_products_match_burns_product_on_cache_views() {
+    let device = device();
+    // Decoding's attention: 3 query rows per key/value head against the first 37 positions
+    // of a cache buffer of 50 (a strided view), keys read by columns, values by rows; a batch
+    // large enough for the rayon pool; 8 and 9 rows (the limit of the direct product).
+    for (batch, rows) in [(2, 3), (400, 3), (2, 8), (2, 9)] {
+        let keys = random([batch, 2, 50, 16], &device).narrow(2, 0, 37);
+        let values = random([batch, 2, 50, 16], &device).narrow(2, 0, 37);
+        let q = random([batch, 2, rows, 16], &device);
+        let scores = matmul(q.clone(), keys.clone().transpose());
+        let expected = q.matmul(keys.transpose());
+        assert!(
+            max_abs_diff(scores.clone(), expected) < 1e-4,
+            "{batch} × {rows} scores"
+        );
+        let out = matmul(scores.clone(), values.clone());
+        assert!(
+            max_abs_diff(out, scores.matmul(values)) < 1e-3,
+            "{batch} × {rows} values"
+        );
+    }
+    // A right operand beyond the direct product's size (a weight matrix) goes to `gemm`.
+    let (x, w) = (random([1, 600], &device), random([600, 500], &device));
+    assert!(max_abs_diff(matmul(x.clone(), w.clone()), x.matmul(w)) < 1e-2);
+}
