@@ -57,14 +57,10 @@ impl KvCache {
     /// writes in place (one copy of the filled positions now, none per step).
     pub fn reserve(&mut self, extra: usize) {
         let len = self.len();
-        let filled: Vec<_> = self.filled().collect();
-        for (layer, filled) in self.layers.iter_mut().zip(filled) {
-            if let Some((k, v)) = filled
-                && layer
-                    .as_ref()
-                    .is_some_and(|(k, _)| k.dims()[2] < len + extra)
-            {
-                *layer = Some((with_room(k, extra), with_room(v, extra)));
+        for (k, v) in self.layers.iter_mut().flatten() {
+            if k.dims()[2] < len + extra {
+                let room = |t: &Tensor<4>| with_room(t.clone().narrow(2, 0, len), extra);
+                (*k, *v) = (room(k), room(v));
             }
         }
     }
@@ -150,32 +146,17 @@ impl KvCache {
     ) -> (Tensor<4>, Tensor<4>) {
         let past = self.len();
         let seq = k.dims()[2];
+        let write = |buffer: Tensor<4>, new: Tensor<4>| {
+            let buffer = if past + seq <= buffer.dims()[2] {
+                buffer
+            } else {
+                with_room(buffer.narrow(2, 0, past), seq + (past + seq) / 2)
+            };
+            let [b, h, _, d] = new.dims();
+            buffer.slice_assign([0..b, 0..h, past..past + seq, 0..d], new)
+        };
         let (k, v) = match self.layers[layer].take() {
-            Some((pk, pv)) if past + seq <= pk.dims()[2] => {
-                let at = [
-                    0..k.dims()[0],
-                    0..k.dims()[1],
-                    past..past + seq,
-                    0..k.dims()[3],
-                ];
-                (pk.slice_assign(at.clone(), k), pv.slice_assign(at, v))
-            }
-            Some((pk, pv)) => {
-                let extra = seq + (past + seq) / 2;
-                let grown = |buffer: Tensor<4>, new: Tensor<4>| {
-                    let room = with_room(buffer.narrow(2, 0, past), extra);
-                    room.slice_assign(
-                        [
-                            0..new.dims()[0],
-                            0..new.dims()[1],
-                            past..past + seq,
-                            0..new.dims()[3],
-                        ],
-                        new,
-                    )
-                };
-                (grown(pk, k), grown(pv, v))
-            }
+            Some((pk, pv)) => (write(pk, k), write(pv, v)),
             None => (k, v),
         };
         let filled = (
