@@ -126,19 +126,15 @@ impl Attention {
         let v = v.reshape([batch, seq, kvh, hd]).swap_dims(1, 2);
         let q = rope.apply(q);
         let k = rope.apply(k);
-        let out = match cache {
+        let (k, v) = match cache {
             // Decoding and prefill: the cache's keys and values as they are (views of its
             // buffers), each shared by its group of query heads.
-            Some((cache, layer)) => {
-                let (k, v) = cache.append(layer, k, v);
-                grouped_scaled_dot_product(q, k, v, bias)
-            }
-            None => {
-                let k = repeat_kv(k, h / kvh);
-                let v = repeat_kv(v, h / kvh);
-                scaled_dot_product(q, k, v, bias)
-            }
+            Some((cache, layer)) => cache.append(layer, k, v),
+            // Scoring and training: repeated for each query head, as before grouping was
+            // introduced, so that their results and gradients stay what they were.
+            None => (repeat_kv(k, h / kvh), repeat_kv(v, h / kvh)),
         };
+        let out = scaled_dot_product(q, k, v, bias);
         project(
             &self.o_proj,
             packed.map(|p| &p.o),
@@ -150,10 +146,12 @@ impl Attention {
 /// `softmax(q·kᵀ / √d + bias) · v` as two products around the fused softmax kernel, whose
 /// backward pass keeps only the probabilities. (Burn's `attention` op records a dozen
 /// element-wise steps under autodiff, and its flex kernel for inference calls a scalar `exp`:
-/// this is 1.2× faster at a 512-token prefill.)
+/// this is 1.2× faster at a 512-token prefill.) With fewer key/value heads than query heads,
+/// each key/value head's group of query heads are the rows of one product: the keys and values
+/// are not repeated.
 ///
 /// # Shapes
-/// - `q`: `[batch, heads, seq, head_dim]`, `k` and `v`: `[batch, heads, kv_seq, head_dim]`
+/// - `q`: `[batch, heads, seq, head_dim]`, `k` and `v`: `[batch, kv_heads, kv_seq, head_dim]`
 /// - `bias`: as in [`Attention::forward`]; `None` for causal attention
 fn scaled_dot_product(
     q: Tensor<4>,
@@ -161,38 +159,34 @@ fn scaled_dot_product(
     v: Tensor<4>,
     bias: Option<Tensor<4>>,
 ) -> Tensor<4> {
-    let scale = 1.0 / (q.dims()[3] as f32).sqrt();
-    let scores = matmul(q, k.transpose());
+    let [_, heads, _, head_dim] = q.dims();
+    let kv_heads = k.dims()[1];
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    let scores = ungrouped(matmul(grouped(q, kv_heads), k.transpose()), heads);
     let probs = match bias {
         Some(bias) => softmax_rows(scores * scale + bias, 1.0, false),
         None => softmax_rows(scores, scale, true),
     };
-    matmul(probs, v)
+    ungrouped(matmul(grouped(probs, kv_heads), v), heads)
 }
 
-/// [`scaled_dot_product`] with each key/value head shared by `heads / kv_heads` query heads,
-/// without repeating the keys and values: a group's queries are the rows of one product.
-///
-/// # Shapes
-/// - `q`: `[batch, heads, seq, head_dim]`, `k` and `v`: `[batch, kv_heads, kv_seq, head_dim]`
-/// - `bias`: as in [`Attention::forward`]
-fn grouped_scaled_dot_product(
-    q: Tensor<4>,
-    k: Tensor<4>,
-    v: Tensor<4>,
-    bias: Option<Tensor<4>>,
-) -> Tensor<4> {
-    let [batch, heads, seq, head_dim] = q.dims();
-    let [_, kv_heads, kv_seq, _] = k.dims();
-    let rows = heads / kv_heads * seq;
-    let scale = 1.0 / (head_dim as f32).sqrt();
-    let scores = matmul(q.reshape([batch, kv_heads, rows, head_dim]), k.transpose())
-        .reshape([batch, heads, seq, kv_seq]);
-    let probs = match bias {
-        Some(bias) => softmax_rows(scores * scale + bias, 1.0, false),
-        None => softmax_rows(scores, scale, true),
-    };
-    matmul(probs.reshape([batch, kv_heads, rows, kv_seq]), v).reshape([batch, heads, seq, head_dim])
+/// `[batch, heads, rows, cols]` → `[batch, groups, heads / groups · rows, cols]`: each group of
+/// heads as one matrix (unchanged with one head per group).
+fn grouped(x: Tensor<4>, groups: usize) -> Tensor<4> {
+    let [batch, heads, rows, cols] = x.dims();
+    if heads == groups {
+        return x;
+    }
+    x.reshape([batch, groups, heads / groups * rows, cols])
+}
+
+/// The inverse of [`grouped`] for `heads` heads.
+fn ungrouped(x: Tensor<4>, heads: usize) -> Tensor<4> {
+    let [batch, groups, rows, cols] = x.dims();
+    if heads == groups {
+        return x;
+    }
+    x.reshape([batch, heads, rows / (heads / groups), cols])
 }
 
 /// `x · W + b` for `x` of `[batch, seq, d_in]`, as one 2-D product over all `batch · seq` rows,
