@@ -98,7 +98,8 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     lane_sum!(|x in a, y in b| x * y)
 }
 
-/// `y += alpha · x` over the shorter length.
+/// `y += alpha · x` over the shorter length. Call it from code compiled by [`simd`] or a `pulp`
+/// dispatch: there `mul_add` is one instruction, elsewhere a call into libm.
 #[inline(always)]
 pub(crate) fn axpy(alpha: f32, x: &[f32], y: &mut [f32]) {
     for (y, &x) in y.iter_mut().zip(x) {
