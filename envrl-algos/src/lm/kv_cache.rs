@@ -98,12 +98,8 @@ impl KvCache {
             .filled()
             .map(|layer| {
                 layer.map(|(k, v)| {
-                    let zeros = |t: &Tensor<4>| {
-                        let [b, h, _, d] = t.dims();
-                        Tensor::<4>::zeros([b, h, pad, d], &t.device())
-                    };
-                    let (zk, zv) = (zeros(&k), zeros(&v));
-                    (Tensor::cat(vec![zk, k], 2), Tensor::cat(vec![zv, v], 2))
+                    let padded = |t: Tensor<4>| Tensor::cat(vec![zero_positions(&t, pad), t], 2);
+                    (padded(k), padded(v))
                 })
             })
             .collect();
@@ -171,9 +167,14 @@ impl KvCache {
 /// `filled` (`[batch, heads, len, head_dim]`) in a new buffer with room for `extra` more
 /// positions (zeros).
 fn with_room(filled: Tensor<4>, extra: usize) -> Tensor<4> {
-    let [b, h, _, d] = filled.dims();
-    let zeros = Tensor::<4>::zeros([b, h, extra, d], &filled.device());
+    let zeros = zero_positions(&filled, extra);
     Tensor::cat(vec![filled, zeros], 2)
+}
+
+/// `positions` zero positions shaped like `like`'s (`[batch, heads, positions, head_dim]`).
+fn zero_positions(like: &Tensor<4>, positions: usize) -> Tensor<4> {
+    let [b, h, _, d] = like.dims();
+    Tensor::<4>::zeros([b, h, positions, d], &like.device())
 }
 
 #[cfg(test)]

@@ -289,7 +289,7 @@ impl pulp::WithSimd for Task<'_, '_> {
                     let at = block * WEIGHT_ROWS_AT_ONCE;
                     let rows = (outputs - at).min(WEIGHT_ROWS_AT_ONCE);
                     for (r, buf) in decoded.chunks_mut(k).take(rows).enumerate() {
-                        let row = self.first + block * WEIGHT_ROWS_AT_ONCE + r;
+                        let row = self.first + at + r;
                         self.matrix.decode_row(row, buf);
                     }
                     // A last block of fewer rows computes the buffer's others (finite values
