@@ -1,6 +1,7 @@
 //! `warmup.from`: a run that loads another run's warm-started model plays its first rollout
 //! exactly as that run did (same model, same seed), though it trains with another objective; a
-//! missing warm start is an error naming the file.
+//! missing warm start is an error naming the file. `--warm-start-only` saves the same warm start
+//! as a whole run and stops.
 #![allow(missing_docs)]
 
 use std::path::Path;
@@ -50,4 +51,43 @@ fn a_shared_warm_start_gives_the_same_first_rollout() {
     assert!(!failed.status.success());
     let stderr = String::from_utf8_lossy(&failed.stderr);
     assert!(stderr.contains("nowhere/warm-start.bpk"), "{stderr}");
+}
+
+/// The tensors of a run's warm-start file, by name, as stored (the file's metadata also holds
+/// parameter ids, which are random: two saves of the same weights differ there).
+fn tensors(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let reader = burn_pack::Reader::from_file(dir.join("warm-start.bpk")).unwrap();
+    let names = reader.tensor_names();
+    names
+        .iter()
+        .map(|&name| (name.to_string(), reader.tensor_data(name).unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_warm_start_alone_is_the_one_a_whole_run_saves() {
+    let root = tempfile::tempdir().unwrap();
+    let (whole, alone) = (root.path().join("whole"), root.path().join("alone"));
+    assert!(train(&whole, &["--aux", "none"]).status.success());
+    let out = train(&alone, &["--aux", "none", "--warm-start-only"]);
+    assert!(out.status.success(), "{out:?}");
+    let (whole_tensors, alone_tensors) = (tensors(&whole), tensors(&alone));
+    assert!(!whole_tensors.is_empty());
+    assert!(whole_tensors == alone_tensors, "the two warm starts differ");
+    // It stopped there: no RL, no evaluation.
+    for file in ["metrics.jsonl", "eval.json", "checkpoints"] {
+        assert!(!alone.join(file).exists(), "{file} was written");
+    }
+    // Nothing to train is refused, saying why.
+    let from = format!("warmup.from={}", whole.display());
+    for extra in [["--set", from.as_str()], ["--set", "warmup.steps=0"]] {
+        let args = [&["--warm-start-only"][..], &extra[..]].concat();
+        let refused = train(&root.path().join("refused"), &args);
+        assert!(!refused.status.success());
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            stderr.contains("--warm-start-only with warmup."),
+            "{stderr}"
+        );
+    }
 }

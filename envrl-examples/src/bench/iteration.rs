@@ -1,11 +1,11 @@
 //! `envrl bench iteration`: what one training iteration of a run's config costs, and where the
 //! time goes (rollout, update), from the run's own metrics.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use envrl::{IterationMetrics, metric_names as names};
 
 use crate::cli::TrainArgs;
-use crate::run::read_metrics;
+use crate::run::{RunMode, read_metrics};
 
 /// The timings of one iteration, from its metrics.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,6 +87,9 @@ pub fn bench_iteration(args: TrainArgs) -> Result<()> {
         .context("creating a scratch run directory")?;
     let iterations = args.iterations_flag().unwrap_or(2);
     let (mut config, mut options) = args.into_run(|_| scratch.path().join("run"))?;
+    if options.mode != RunMode::Train {
+        bail!("`envrl bench iteration` times RL iterations: --warm-start-only does not apply");
+    }
     config.trainer.iterations = iterations;
     config.trainer.eval_every = 0;
     config.trainer.checkpoint_every = 0;

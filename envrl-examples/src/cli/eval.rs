@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 
 use super::DeviceArgs;
-use crate::run::{EnvName, ModelSource, Preset, RunConfig, RunOptions};
+use crate::run::{EnvName, ModelSource, Preset, RunConfig, RunMode, RunOptions};
 
 /// Evaluate the latest checkpoint of a run directory on its held-out tasks, or with `--model`
 /// a model file (a pretrained model, an `envrl export`) as it is.
@@ -71,7 +71,7 @@ impl EvalArgs {
             force: false,
             allow_config_change: false,
             quiet: self.quiet,
-            eval_only: true,
+            mode: RunMode::Evaluate,
             eval_tag: None,
         };
         crate::run::evaluate(config, &options, self.split.as_deref())?;
@@ -98,7 +98,7 @@ impl EvalArgs {
             force: false,
             allow_config_change: false,
             quiet: self.quiet,
-            eval_only: true,
+            mode: RunMode::Evaluate,
             eval_tag: None,
         };
         let summary = crate::run::evaluate_model(&config, &options)?;

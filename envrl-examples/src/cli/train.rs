@@ -6,7 +6,9 @@ use anyhow::Result;
 use clap::Args;
 
 use super::DeviceArgs;
-use crate::run::{EnvName, ModelSource, Preset, RunConfig, RunOptions, default_run_dir, unix_time};
+use crate::run::{
+    EnvName, ModelSource, Preset, RunConfig, RunMode, RunOptions, default_run_dir, unix_time,
+};
 
 /// Train an agent: warm start on expert demonstrations, then RL (+ EnvRL objectives).
 #[derive(Args)]
@@ -69,6 +71,10 @@ pub struct RunArgs {
     /// No progress bars or summaries.
     #[arg(long)]
     quiet: bool,
+    /// Train only the warm start, save it as warm-start.bpk and stop (other runs load it with
+    /// --set warmup.from=DIR).
+    #[arg(long)]
+    warm_start_only: bool,
 }
 
 impl RunArgs {
@@ -124,7 +130,11 @@ impl TrainArgs {
             allow_config_change: args.allow_config_change,
             device: args.device.device.device(config.dtype)?,
             quiet: args.quiet,
-            eval_only: false,
+            mode: if args.warm_start_only {
+                RunMode::WarmStartOnly
+            } else {
+                RunMode::Train
+            },
             eval_tag: None,
         };
         Ok((config, options))

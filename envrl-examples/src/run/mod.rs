@@ -66,11 +66,24 @@ pub struct RunOptions {
     pub device: Device,
     /// Hide the progress bars.
     pub quiet: bool,
-    /// Only evaluate the latest checkpoint of the run directory (`envrl eval`).
-    pub eval_only: bool,
+    /// Everything, only the warm start, or only an evaluation.
+    pub mode: RunMode,
     /// Names the evaluation files `eval-<tag>.md`, `.json` and `-episodes.txt` instead of
     /// `eval.md`, … (an evaluation on another split keeps the run's own).
     pub eval_tag: Option<String>,
+}
+
+/// How much of a run happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    /// Warm start (unless resuming), RL, the final evaluation (`envrl train`).
+    Train,
+    /// Only the warm start, saved as `warm-start.bpk` for other runs' `warmup.from`
+    /// (`envrl train --warm-start-only`): no RL, no evaluation.
+    WarmStartOnly,
+    /// Only an evaluation of the run directory's latest checkpoint or of the configured
+    /// model (`envrl eval`).
+    Evaluate,
 }
 
 /// The outcome of a run.
@@ -90,7 +103,27 @@ pub struct RunSummary {
 /// On unreadable data, a run directory that holds another run's checkpoints (without `resume`
 /// or `force`), or a checkpoint that does not fit.
 pub fn train(config: &RunConfig, options: &RunOptions) -> Result<RunSummary> {
+    if options.mode == RunMode::WarmStartOnly {
+        check_warm_start_only(config, options)?;
+    }
     config.env.with_setup(config, Run { config, options })
+}
+
+/// A warm-start-only run must have a warm start to train.
+fn check_warm_start_only(config: &RunConfig, options: &RunOptions) -> Result<()> {
+    if options.resume {
+        bail!("--warm-start-only trains a new warm start: it cannot --resume a run");
+    }
+    if let Some(from) = &config.warmup.from {
+        bail!(
+            "--warm-start-only with warmup.from = {}: that warm start exists already",
+            from.display()
+        );
+    }
+    if config.warmup.steps == 0 {
+        bail!("--warm-start-only with warmup.steps = 0: there is no warm start to train");
+    }
+    Ok(())
 }
 
 /// The `alfworld` and `webshop` examples: the `cpu-tiny` preset with GRPO + state prediction +
@@ -115,7 +148,7 @@ pub fn run_example(env: EnvName) -> Result<()> {
         allow_config_change: false,
         device: Device::flex(),
         quiet: false,
-        eval_only: false,
+        mode: RunMode::Train,
         eval_tag: None,
     };
     let summary = train(&config, &options)?;
@@ -154,7 +187,7 @@ pub fn evaluate(
         resume: true,
         force: false,
         allow_config_change: false,
-        eval_only: true,
+        mode: RunMode::Evaluate,
         eval_tag: split.map(str::to_string),
         ..options.clone()
     };
@@ -171,7 +204,7 @@ pub fn evaluate_model(config: &RunConfig, options: &RunOptions) -> Result<RunSum
     let options = RunOptions {
         resume: false,
         allow_config_change: false,
-        eval_only: true,
+        mode: RunMode::Evaluate,
         ..options.clone()
     };
     train(config, &options)
@@ -230,7 +263,7 @@ impl envs::WithSetup for Run<'_> {
             algorithm: config.algorithm.clone().for_world(&(setup.make_env)()),
             ..config.clone()
         };
-        if !options.eval_only && resume_from.is_some() {
+        if options.mode != RunMode::Evaluate && resume_from.is_some() {
             check_resume_config(dir, config, options.allow_config_change)?;
         }
         let say = |line: String| {
@@ -247,7 +280,7 @@ impl envs::WithSetup for Run<'_> {
         // checked by now: only here does the run touch its directory.
         let loaded = model::load(config, &setup, &device, &say)?;
         plan.apply(dir)?;
-        if !options.eval_only {
+        if options.mode != RunMode::Evaluate {
             let path = dir.join("config.toml");
             std::fs::write(&path, config.to_toml()?)
                 .with_context(|| format!("writing {}", path.display()))?;
@@ -255,7 +288,7 @@ impl envs::WithSetup for Run<'_> {
         }
         let mut model = loaded.model;
         // An evaluation of a model file (`envrl eval --model`) plays it as loaded.
-        if resume_from.is_none() && !options.eval_only {
+        if resume_from.is_none() && options.mode != RunMode::Evaluate {
             let warm_start = warm_start::WarmStart {
                 config,
                 dir,
@@ -273,6 +306,17 @@ impl envs::WithSetup for Run<'_> {
                 },
                 &say,
             )?;
+            if options.mode == RunMode::WarmStartOnly {
+                say(format!(
+                    "warm start saved in {}",
+                    dir.join(WARM_START_FILE).display()
+                ));
+                return Ok(RunSummary {
+                    before: None,
+                    table: Vec::new(),
+                    wall_s: start.elapsed().as_secs_f64(),
+                });
+            }
         }
         let (env, reporting) = setup.split();
         let trainer = TrainerRecipe {
@@ -293,13 +337,13 @@ impl envs::WithSetup for Run<'_> {
         let eval_episodes = reporting.eval_tasks.len();
         // The training loop evaluates the same episodes before its first iteration: measure
         // the held-out success before RL there instead of twice.
-        let loop_measures_before = !options.eval_only
+        let loop_measures_before = options.mode != RunMode::Evaluate
             && config.trainer.eval_every > 0
             && config.trainer.eval_episodes == eval_episodes;
         let before = match &resume_from {
             Some(path) => {
                 trainer.resume(path)?;
-                if !options.eval_only {
+                if options.mode != RunMode::Evaluate {
                     truncate_metrics(dir, trainer.iteration())?;
                 }
                 say(format!(
@@ -309,7 +353,7 @@ impl envs::WithSetup for Run<'_> {
                 ));
                 None
             }
-            None if loop_measures_before || options.eval_only => None,
+            None if loop_measures_before || options.mode == RunMode::Evaluate => None,
             None => {
                 let success = evaluation.run(trainer).last().map_or(0.0, |r| r.success);
                 say(format!(
@@ -318,7 +362,7 @@ impl envs::WithSetup for Run<'_> {
                 Some(success)
             }
         };
-        if !options.eval_only {
+        if options.mode != RunMode::Evaluate {
             let mut progress = RunProgress::new(config.trainer.iterations, dir, options.quiet)?;
             trainer.run(&mut progress)?;
             progress.finish();
