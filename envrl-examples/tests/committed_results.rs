@@ -52,3 +52,30 @@ fn committed_comparisons_are_rebuilt_exactly_from_the_committed_runs() {
     }
     println!("{} committed comparisons rebuilt", experiments.len());
 }
+
+/// `docs/results.md` quotes its tables between `<!-- table: FILE -->` and `<!-- end table -->`;
+/// each quote must appear word for word in the comparison it names, so that rebuilding a
+/// comparison without updating the page fails here.
+#[test]
+fn the_tables_quoted_in_results_md_match_their_comparisons() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    let page = std::fs::read_to_string(docs.join("results.md")).unwrap();
+    let mut quoted = 0;
+    for block in page.split("<!-- table: ").skip(1) {
+        let (source, rest) = block
+            .split_once(" -->\n")
+            .expect("a table marker ends with -->");
+        let (table, _) = rest
+            .split_once("<!-- end table -->")
+            .unwrap_or_else(|| panic!("the quote of {source} has no <!-- end table -->"));
+        let comparison = std::fs::read_to_string(docs.join("..").join(source))
+            .unwrap_or_else(|e| panic!("results.md quotes {source}, which cannot be read: {e}"));
+        assert!(
+            comparison.contains(table),
+            "docs/results.md's quote of {source} differs from the file: copy its table again"
+        );
+        quoted += 1;
+    }
+    assert!(quoted > 0, "docs/results.md quotes no table");
+    println!("{quoted} quoted tables match");
+}
