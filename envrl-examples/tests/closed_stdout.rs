@@ -30,7 +30,7 @@ fn a_closed_stdout_ends_the_command_without_a_panic() {
     assert_eq!(
         output.status.signal(),
         Some(libc::SIGPIPE),
-        "{:?}",
+        "{:?}: {stderr}",
         output.status
     );
 }
