@@ -191,6 +191,21 @@ fn series(history: &[IterationMetrics], name: &str) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The plot's size in pixels; the legend goes below it.
+const PLOT_SIZE: (u32, u32) = (720, 420);
+
+/// The height of one legend row, in pixels.
+const LEGEND_ROW: u32 = 20;
+
+/// The colours of the curves, in order.
+const COLORS: [RGBColor; 6] = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
+
+/// The picture's height: the plot, then one legend row per curve below it, so that no label
+/// hides a curve however long the arms' names.
+fn picture_height(curves: usize) -> u32 {
+    PLOT_SIZE.1 + LEGEND_ROW * curves as u32 + if curves > 0 { LEGEND_ROW / 2 } else { 0 }
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, plotters::coord::Shift>,
     title: &str,
@@ -201,6 +216,7 @@ where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (plot, legend) = root.split_vertically(PLOT_SIZE.1);
     let band_points = bands
         .iter()
         .flatten()
@@ -222,7 +238,7 @@ where
         y1 = y0 + 1.0;
     }
     let pad = 0.05 * (y1 - y0);
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(&plot)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(36)
@@ -234,9 +250,8 @@ where
         .x_desc("environment steps")
         .draw()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let colors = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
     for (i, band) in bands.iter().enumerate().filter(|(_, b)| b.len() > 1) {
-        let color = colors[i % colors.len()];
+        let color = COLORS[i % COLORS.len()];
         let outline: Vec<(f64, f64)> = band
             .iter()
             .map(|&(x, _, hi)| (x, hi))
@@ -250,25 +265,32 @@ where
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     for (i, (name, curve)) in curves.iter().enumerate() {
-        let color = colors[i % colors.len()];
+        let color = COLORS[i % COLORS.len()];
         chart
             .draw_series(LineSeries::new(
                 curve.iter().copied(),
                 color.stroke_width(2),
             ))
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         chart
             .draw_series(curve.iter().map(|&p| Circle::new(p, 3, color.filled())))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
+        // The legend, one row per curve under the plot: a swatch, then the name.
+        let y = (i as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+        legend
+            .draw(&PathElement::new(
+                vec![(68, y), (92, y)],
+                color.stroke_width(2),
+            ))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        legend
+            .draw(&Text::new(
+                name.clone(),
+                (100, y - 7),
+                ("sans-serif", 14).into_font(),
+            ))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
     root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(())
 }
@@ -335,9 +357,10 @@ pub(crate) fn write_plot(
         eprintln!("no system font found (DejaVu Sans); skipping the plots");
         return Ok(Vec::new());
     }
+    let size = (PLOT_SIZE.0, picture_height(curves.len()));
     let svg = dir.join(format!("{file}.svg"));
     draw(
-        SVGBackend::new(&svg, (720, 420)).into_drawing_area(),
+        SVGBackend::new(&svg, size).into_drawing_area(),
         title,
         curves,
         bands,
@@ -345,11 +368,39 @@ pub(crate) fn write_plot(
     .with_context(|| format!("drawing {}", svg.display()))?;
     let png = dir.join(format!("{file}.png"));
     draw(
-        BitMapBackend::new(&png, (720, 420)).into_drawing_area(),
+        BitMapBackend::new(&png, size).into_drawing_area(),
         title,
         curves,
         bands,
     )
     .with_context(|| format!("drawing {}", png.display()))?;
     Ok(vec![svg, png])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_legend_has_its_own_rows_below_the_plot() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = ["grpo", "grpo + state_prediction(cosine 0.2)", "placebo"];
+        let curves: Vec<Curve> = names
+            .iter()
+            .map(|n| (n.to_string(), vec![(0.0, 0.1), (100.0, 0.4)]))
+            .collect();
+        let written = write_plot(dir.path(), "legend", "Success", &curves, &[]).unwrap();
+        if written.is_empty() {
+            eprintln!("skipped: no system font to draw text with");
+            return;
+        }
+        let png = std::fs::read(dir.path().join("legend.png")).unwrap();
+        // The PNG header's IHDR chunk holds the width and height, big-endian, at bytes 16..24.
+        let size = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+        assert_eq!((size(16), size(20)), (720, 420 + 3 * 20 + 10));
+        let svg = std::fs::read_to_string(dir.path().join("legend.svg")).unwrap();
+        for name in names {
+            assert!(svg.contains(name), "{name} is not in the legend");
+        }
+    }
 }
