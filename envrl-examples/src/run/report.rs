@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use anyhow::{Context, Result};
 use envrl::{EvalReport, IterationMetrics};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// One row of the evaluation table.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -197,6 +198,11 @@ const PLOT_SIZE: (u32, u32) = (720, 420);
 /// The height of one legend row, in pixels.
 const LEGEND_ROW: u32 = 20;
 
+/// The chart's margin and the width of its y-axis labels, in pixels: the plot area, and with it
+/// the legend's swatches, start at their sum.
+const MARGIN: i32 = 12;
+const Y_LABEL_AREA: i32 = 56;
+
 /// The colours of the curves, in order.
 const COLORS: [RGBColor; 6] = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
 
@@ -240,9 +246,9 @@ where
     let pad = 0.05 * (y1 - y0);
     let mut chart = ChartBuilder::on(&plot)
         .caption(title, ("sans-serif", 20))
-        .margin(12)
+        .margin(MARGIN)
         .x_label_area_size(36)
-        .y_label_area_size(56)
+        .y_label_area_size(Y_LABEL_AREA)
         .build_cartesian_2d(0.0..x1, (y0 - pad)..(y1 + pad))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     chart
@@ -264,6 +270,8 @@ where
             )))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
+    let label =
+        TextStyle::from(("sans-serif", 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
     for (i, (name, curve)) in curves.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         chart
@@ -275,20 +283,20 @@ where
         chart
             .draw_series(curve.iter().map(|&p| Circle::new(p, 3, color.filled())))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        // The legend, one row per curve under the plot: a swatch, then the name.
-        let y = (i as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+        // The legend, one row per curve under the plot: a swatch, then the name, both centred
+        // on the row and aligned with the plot area's left edge.
+        let (x, y) = (
+            MARGIN + Y_LABEL_AREA,
+            (i as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32,
+        );
         legend
             .draw(&PathElement::new(
-                vec![(68, y), (92, y)],
+                vec![(x, y), (x + 24, y)],
                 color.stroke_width(2),
             ))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         legend
-            .draw(&Text::new(
-                name.clone(),
-                (100, y - 7),
-                ("sans-serif", 14).into_font(),
-            ))
+            .draw(&Text::new(name.clone(), (x + 32, y), label.clone()))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
