@@ -55,8 +55,7 @@ pub use error::{Error, Result};
 pub use gguf::{GgufFile, GgufTensor, GgufValue, MetaValue, TensorInfo, write_gguf};
 pub use lm::{
     Attention, CausalLm, DecoderLayer, HfParam, KvCache, LmConfig, Mlp, Qwen2Model, RmsNorm,
-    TokenBatch, available_memory, gguf_config, read_hf_config, sample_rows, sample_token,
-    shortfall,
+    TokenBatch, gguf_config, read_hf_config, sample_rows, sample_token,
 };
 pub use loss::{ClippedPgConfig, ClippedPolicyGradient, token_mean};
 pub use pretrained::Pretrained;

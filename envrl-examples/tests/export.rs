@@ -149,8 +149,12 @@ fn an_exported_alfworld_agent_plays_the_same_held_out_episodes() {
     std::fs::write(&file, "x").unwrap();
     let err = failed(&export(&run, "hf", &file.join("out"), &[]));
     assert!(err.contains("a-file"), "{err}");
-    let err = failed(&export(&run, "hf", &run, &[]));
+    let taken = tmp.path().join("taken");
+    std::fs::create_dir_all(taken.join("x")).unwrap();
+    let err = failed(&export(&run, "hf", &taken, &[]));
     assert!(err.contains("not an empty directory"), "{err}");
+    let err = failed(&export(&run, "hf", &run.join("hf"), &[]));
+    assert!(err.contains("inside the run directory"), "{err}");
     assert!(!out.exists());
     let partial: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()

@@ -1,5 +1,6 @@
 //! ALFWorld for Python: `AlfWorldEnv` (one gymnasium-style environment) and `AlfWorldVecEnv`
 //! (a batch stepped in parallel with the GIL released), over generated games or the real data.
+//! Both are the [`Core`] over this file's [`Binding`].
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -9,18 +10,23 @@ use envrl_envs::alfworld::{
     AlfEngine, AlfStep, AlfworldData, DEFAULT_PLAN_BUDGET, Game, GameGenerator, Split, TaskType,
     Wording,
 };
-use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use serde_json::json;
 
-use crate::{BatchStep, action_text, action_texts, data_dir, data_error, existing, guard};
+use crate::core::{Binding, Core, Stepped, ensure_batch, ensure_fits, exclusive, shared};
+use crate::{BatchStep, data_dir, data_error, existing, guard};
 
 /// The reward of the winning step (verl-agent's `10 · won`).
 const WIN_REWARD: f64 = 10.0;
+
+/// Bytes a generated game takes at least (about 100 KB measured), and an episode in progress
+/// (about 12 KB): sizes beyond the machine's memory are refused before generating.
+const GAME_BYTES: u64 = 64 << 10;
+const EPISODE_BYTES: u64 = 8 << 10;
 
 /// Where a set of games comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -86,6 +92,10 @@ fn game_set(source: &GameSource) -> PyResult<Arc<GameSet>> {
             if source.generated == 0 {
                 return Err(PyValueError::new_err("generated must be at least 1"));
             }
+            ensure_fits(
+                &format!("generated={} games", source.generated),
+                u128::from(source.generated) * u128::from(GAME_BYTES),
+            )?;
             // Each split has its own stream of games.
             let offset = (split as u64) << 32;
             let generator = GameGenerator::new(source.seed.wrapping_add(offset));
@@ -119,50 +129,20 @@ fn game_set(source: &GameSource) -> PyResult<Arc<GameSet>> {
 }
 
 /// One episode in progress.
-#[derive(Clone)]
-struct Episode {
+pub(crate) struct Episode {
     engine: AlfEngine,
     game: usize,
-    actions: Vec<String>,
     last: AlfStep,
 }
 
-impl Episode {
-    fn start(games: &GameSet, game: usize, max_steps: u32) -> Self {
-        let mut engine = AlfEngine::new(games.games[game].clone(), Wording::V212, max_steps);
-        let last = engine.reset();
-        Self {
-            engine,
-            game,
-            actions: Vec::new(),
-            last,
-        }
-    }
-
-    /// Plays `action`; returns the step and its reward (10 on the winning step).
-    fn step(&mut self, action: &str) -> (AlfStep, f64) {
-        let was_won = self.last.won;
-        let step = self.engine.step(action);
-        self.actions.push(action.to_string());
-        self.last = step.clone();
-        let reward = if step.won && !was_won {
-            WIN_REWARD
-        } else {
-            0.0
-        };
-        (step, reward)
-    }
-}
-
-/// The fields of the common constructor arguments.
-#[derive(Clone)]
-struct Settings {
+/// ALFWorld's binding: its games and step limit.
+struct Alf {
     source: GameSource,
     games: Arc<GameSet>,
     max_steps: u32,
 }
 
-impl Settings {
+impl Alf {
     fn new(
         data: Option<PathBuf>,
         split: &str,
@@ -177,6 +157,12 @@ impl Settings {
         };
         if max_steps == 0 {
             return Err(PyValueError::new_err("max_steps must be at least 1"));
+        }
+        if task_types.as_ref().is_some_and(Vec::is_empty) {
+            return Err(PyValueError::new_err(
+                "task_types=[] keeps no game; pass None (the default) for every type, or some \
+                 of: pick, look, clean, heat, cool, pick2",
+            ));
         }
         let source = GameSource {
             data,
@@ -193,24 +179,43 @@ impl Settings {
         })
     }
 
-    /// The constructor arguments, for pickling.
-    fn args<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    /// The constructor arguments after `n`, for pickling.
+    fn args(&self) -> (Option<PathBuf>, String, Option<Vec<String>>, u32, u64, u64) {
         let s = &self.source;
-        let args = (
-            s.data.clone(),
+        let types = (!s.task_types.is_empty()).then(|| s.task_types.clone());
+        let data = s.data.clone();
+        (
+            data,
             s.split.clone(),
-            s.task_types.clone(),
+            types,
             self.max_steps,
             s.generated,
             s.seed,
-        );
-        args.into_pyobject(py)
+        )
+    }
+}
+
+impl Binding for Alf {
+    type Slot = Option<Episode>;
+    const CHOICE: &'static str = "game";
+    const REPLAY_HISTORY: bool = false;
+
+    fn slot_bytes(&self) -> u64 {
+        EPISODE_BYTES
     }
 
-    /// A game by index or by name (`options["game"]`).
-    fn game(&self, choice: &Bound<'_, PyAny>) -> PyResult<usize> {
+    fn slot(&self, _seed: u64) -> Option<Episode> {
+        None
+    }
+
+    fn choices(&self) -> usize {
+        self.games.games.len()
+    }
+
+    /// A game by index or by name.
+    fn choice(&self, value: &Bound<'_, PyAny>) -> PyResult<usize> {
         let n = self.games.names.len();
-        if let Some(index) = crate::index_arg(choice, "a game index")? {
+        if let Some(index) = crate::index_arg(value, "a game index")? {
             return if index < n {
                 Ok(index)
             } else {
@@ -219,9 +224,9 @@ impl Settings {
                 )))
             };
         }
-        let name: String = choice.extract().map_err(|_| {
-            PyValueError::new_err("options[\"game\"] must be a game index (int) or name (str)")
-        })?;
+        let name: String = value
+            .extract()
+            .map_err(|_| PyValueError::new_err("a game is a game index (int) or name (str)"))?;
         self.games.index.get(&name).copied().ok_or_else(|| {
             PyValueError::new_err(format!(
                 "no game named `{name}` among the {n} games of this environment"
@@ -229,8 +234,45 @@ impl Settings {
         })
     }
 
-    fn info<'py>(&self, py: Python<'py>, episode: &Episode) -> PyResult<Bound<'py, PyDict>> {
+    fn draw(&self, rng: &mut ChaCha8Rng) -> usize {
+        rng.random_range(0..self.games.games.len())
+    }
+
+    fn start(&self, slot: &mut Option<Episode>, game: usize) -> String {
+        let mut engine = AlfEngine::new(
+            self.games.games[game].clone(),
+            Wording::V212,
+            self.max_steps,
+        );
+        let last = engine.reset();
+        let observation = last.observation.clone();
+        *slot = Some(Episode { engine, game, last });
+        observation
+    }
+
+    /// Reward 10 on the winning step, `terminated` when won, `truncated` at the step limit.
+    fn step(&self, slot: &mut Option<Episode>, action: &str) -> Stepped {
+        let episode = slot.as_mut().expect("started before stepping");
+        let was_won = episode.last.won;
+        let step = episode.engine.step(action);
+        episode.last = step.clone();
+        Stepped {
+            reward: if step.won && !was_won {
+                WIN_REWARD
+            } else {
+                0.0
+            },
+            terminated: step.won,
+            truncated: step.done && !step.won,
+            observation: step.observation,
+        }
+    }
+
+    fn info<'py>(&self, py: Python<'py>, slot: &Option<Episode>) -> PyResult<Bound<'py, PyDict>> {
         let info = PyDict::new(py);
+        let Some(episode) = slot else {
+            return Ok(info);
+        };
         let step = &episode.last;
         let game = &self.games.games[episode.game];
         info.set_item("admissible_commands", step.admissible_commands.clone())?;
@@ -249,37 +291,8 @@ impl Settings {
     }
 }
 
-/// Saved state of one slot: its random stream and its episode as game + actions (replayed on
-/// restore; the engine is deterministic).
-fn save_slot(rng: &ChaCha8Rng, episode: Option<&Episode>) -> serde_json::Value {
-    json!({
-        "rng": rng,
-        "episode": episode.map(|e| json!({"game": e.game, "actions": e.actions})),
-    })
-}
-
-fn restore_slot(
-    settings: &Settings,
-    value: &serde_json::Value,
-) -> PyResult<(ChaCha8Rng, Option<Episode>)> {
-    let bad = |what: &str| PyValueError::new_err(format!("bad AlfWorldEnv state: {what}"));
-    let rng: ChaCha8Rng =
-        serde_json::from_value(value["rng"].clone()).map_err(|e| bad(&e.to_string()))?;
-    let episode = match &value["episode"] {
-        serde_json::Value::Null => None,
-        e => {
-            let game = e["game"].as_u64().ok_or_else(|| bad("game"))? as usize;
-            if game >= settings.games.games.len() {
-                return Err(bad("game out of range"));
-            }
-            let mut episode = Episode::start(&settings.games, game, settings.max_steps);
-            for action in e["actions"].as_array().ok_or_else(|| bad("actions"))? {
-                episode.step(action.as_str().ok_or_else(|| bad("action"))?);
-            }
-            Some(episode)
-        }
-    };
-    Ok((rng, episode))
+fn plan(episode: &Option<Episode>) -> Option<Vec<String>> {
+    episode.as_ref()?.engine.plan(DEFAULT_PLAN_BUDGET)
 }
 
 /// One ALFWorld environment, gymnasium-style.
@@ -290,9 +303,7 @@ fn restore_slot(
 /// (`pick`, `look`, `clean`, `heat`, `cool`, `pick2`).
 #[pyclass(module = "envrl._envrl")]
 pub struct AlfWorldEnv {
-    settings: Settings,
-    rng: ChaCha8Rng,
-    episode: Option<Episode>,
+    core: Core<Alf>,
 }
 
 #[pymethods]
@@ -308,11 +319,9 @@ impl AlfWorldEnv {
         seed: u64,
     ) -> PyResult<Self> {
         guard(|| {
-            Ok(Self {
-                settings: Settings::new(data, split, task_types, max_steps, generated, seed)?,
-                rng: ChaCha8Rng::seed_from_u64(seed),
-                episode: None,
-            })
+            let binding = Alf::new(data, split, task_types, max_steps, generated, seed)?;
+            let core = Core::new(binding, "AlfWorldEnv", 1, seed, 1)?;
+            Ok(Self { core })
         })
     }
 
@@ -320,98 +329,67 @@ impl AlfWorldEnv {
     /// environment's random stream (reseeded by `seed`). Returns `(observation, info)`.
     #[pyo3(signature = (seed=None, options=None))]
     fn reset<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         seed: Option<u64>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<(String, Bound<'py, PyDict>)> {
         guard(|| {
+            let core = &mut exclusive(slf)?.core;
             if let Some(seed) = seed {
-                self.rng = ChaCha8Rng::seed_from_u64(seed);
+                core.reseed(seed);
             }
-            let choice = crate::option(options, "game", &["game"])?;
-            let game = match choice {
-                Some(choice) => self.settings.game(&choice)?,
-                None => self.rng.random_range(0..self.settings.games.games.len()),
-            };
-            let episode = Episode::start(&self.settings.games, game, self.settings.max_steps);
-            let observation = episode.last.observation.clone();
-            let info = self.settings.info(py, &episode)?;
-            self.episode = Some(episode);
-            Ok((observation, info))
+            let chosen = core.option_choice(options)?.map(|game| vec![game]);
+            let (mut obs, mut infos) = core.reset(slf.py(), chosen)?;
+            Ok((obs.remove(0), infos.remove(0)))
         })
     }
 
     /// Plays one command. Returns `(observation, reward, terminated, truncated, info)`: reward
     /// 10 on the winning step, `terminated` when won, `truncated` at the step limit.
     fn step<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         action: &Bound<'py, PyAny>,
     ) -> PyResult<(String, f64, bool, bool, Bound<'py, PyDict>)> {
-        guard(|| {
-            let action = action_text(action)?;
-            let episode = self
-                .episode
-                .as_mut()
-                .ok_or_else(|| PyRuntimeError::new_err("call reset() before step()"))?;
-            if episode.last.done {
-                return Err(PyRuntimeError::new_err(
-                    "the episode has ended (won or at the step limit); call reset()",
-                ));
-            }
-            let (step, reward) = py.detach(|| episode.step(&action));
-            let info = self
-                .settings
-                .info(py, self.episode.as_ref().expect("just stepped"))?;
-            Ok((
-                step.observation,
-                reward,
-                step.won,
-                step.done && !step.won,
-                info,
-            ))
-        })
+        guard(|| exclusive(slf)?.core.step_one(slf.py(), action))
     }
 
     /// The admissible commands now.
     #[getter]
-    fn admissible_commands(&self) -> PyResult<Vec<String>> {
-        let episode = self
-            .episode
-            .as_ref()
-            .ok_or_else(|| PyRuntimeError::new_err("call reset() first"))?;
-        Ok(episode.last.admissible_commands.clone())
+    fn admissible_commands(slf: &Bound<'_, Self>) -> PyResult<Vec<String>> {
+        let this = shared(slf)?;
+        let episode = this.core.started_slot()?.as_ref();
+        Ok(episode
+            .map(|e| e.last.admissible_commands.clone())
+            .unwrap_or_default())
     }
 
     /// A shortest plan from the current state to the goal (the expert), or `None` when the
     /// search budget runs out; `[]` when the goal holds.
-    fn expert_plan(&self, py: Python<'_>) -> PyResult<Option<Vec<String>>> {
+    fn expert_plan(slf: &Bound<'_, Self>) -> PyResult<Option<Vec<String>>> {
         guard(|| {
-            let episode = self
-                .episode
-                .as_ref()
-                .ok_or_else(|| PyRuntimeError::new_err("call reset() first"))?;
-            Ok(py.detach(|| episode.engine.plan(DEFAULT_PLAN_BUDGET)))
+            let this = shared(slf)?;
+            let episode = this.core.started_slot()?;
+            Ok(slf.py().detach(|| plan(episode)))
         })
     }
 
     /// The names of the games, in index order.
     #[getter]
     fn game_names(&self) -> Vec<String> {
-        self.settings.games.names.clone()
+        self.core.binding.games.names.clone()
     }
 
     fn __len__(&self) -> usize {
-        self.settings.games.games.len()
+        self.core.binding.games.games.len()
     }
 
     fn __repr__(&self) -> String {
+        let alf = &self.core.binding;
         format!(
             "AlfWorldEnv({} games, split {}, max_steps {})",
-            self.settings.games.games.len(),
-            self.settings.source.split,
-            self.settings.max_steps
+            alf.games.games.len(),
+            alf.source.split,
+            alf.max_steps
         )
     }
 
@@ -419,18 +397,13 @@ impl AlfWorldEnv {
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>, String)> {
         let py = slf.py();
-        let this = slf.borrow();
-        let state = save_slot(&this.rng, this.episode.as_ref()).to_string();
-        Ok((py.get_type::<Self>(), this.settings.args(py)?, state))
+        let this = shared(slf)?;
+        let args = this.core.binding.args().into_pyobject(py)?;
+        Ok((py.get_type::<Self>(), args, this.core.save()))
     }
 
     fn __setstate__(&mut self, state: &str) -> PyResult<()> {
-        guard(|| {
-            let value: serde_json::Value = serde_json::from_str(state)
-                .map_err(|e| PyValueError::new_err(format!("bad AlfWorldEnv state: {e}")))?;
-            (self.rng, self.episode) = restore_slot(&self.settings, &value)?;
-            Ok(())
-        })
+        guard(|| self.core.restore(state))
     }
 }
 
@@ -441,10 +414,7 @@ impl AlfWorldEnv {
 /// so the `group_n` environments of a group play the same games.
 #[pyclass(module = "envrl._envrl")]
 pub struct AlfWorldVecEnv {
-    settings: Settings,
-    group_n: usize,
-    rngs: Vec<ChaCha8Rng>,
-    episodes: Vec<Option<Episode>>,
+    core: Core<Alf>,
 }
 
 #[pymethods]
@@ -463,19 +433,11 @@ impl AlfWorldVecEnv {
         group_n: usize,
     ) -> PyResult<Self> {
         guard(|| {
-            if n == 0 || group_n == 0 {
-                return Err(PyValueError::new_err("n and group_n must be at least 1"));
-            }
-            let settings = Settings::new(data, split, task_types, max_steps, generated, seed)?;
-            let rngs = (0..n)
-                .map(|i| ChaCha8Rng::seed_from_u64(seed.wrapping_add((i / group_n) as u64)))
-                .collect();
-            Ok(Self {
-                settings,
-                group_n,
-                rngs,
-                episodes: vec![None; n],
-            })
+            // Before generating the games.
+            ensure_batch("AlfWorldVecEnv", n, group_n, EPISODE_BYTES)?;
+            let binding = Alf::new(data, split, task_types, max_steps, generated, seed)?;
+            let core = Core::new(binding, "AlfWorldVecEnv", n, seed, group_n)?;
+            Ok(Self { core })
         })
     }
 
@@ -483,144 +445,74 @@ impl AlfWorldVecEnv {
     /// or games drawn from each environment's stream. Returns `(observations, infos)`.
     #[pyo3(signature = (games=None))]
     fn reset<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         games: Option<Vec<Bound<'py, PyAny>>>,
     ) -> PyResult<(Vec<String>, Vec<Bound<'py, PyDict>>)> {
         guard(|| {
-            let n = self.rngs.len();
-            let chosen: Vec<usize> = match games {
-                Some(games) if games.len() != n => {
-                    return Err(PyValueError::new_err(format!(
-                        "expected {n} games (one per environment), got {}",
-                        games.len()
-                    )));
-                }
-                Some(games) => games
-                    .iter()
-                    .map(|g| self.settings.game(g))
-                    .collect::<PyResult<_>>()?,
-                None => {
-                    let count = self.settings.games.games.len();
-                    self.rngs
-                        .iter_mut()
-                        .map(|r| r.random_range(0..count))
-                        .collect()
-                }
-            };
-            let (games, max_steps) = (self.settings.games.clone(), self.settings.max_steps);
-            self.episodes = py.detach(|| {
-                chosen
-                    .par_iter()
-                    .map(|&g| Some(Episode::start(&games, g, max_steps)))
-                    .collect()
-            });
-            let mut observations = Vec::with_capacity(n);
-            let mut infos = Vec::with_capacity(n);
-            for episode in self.episodes.iter().flatten() {
-                observations.push(episode.last.observation.clone());
-                infos.push(self.settings.info(py, episode)?);
-            }
-            Ok((observations, infos))
+            let core = &mut exclusive(slf)?.core;
+            let chosen = games.map(|g| core.choices(&g)).transpose()?;
+            core.reset(slf.py(), chosen)
         })
     }
 
     /// Plays one command in every environment. Returns lists of observations, rewards,
     /// `terminated`, `truncated` and infos; an environment whose episode has ended repeats its
     /// last observation with reward 0.
-    fn step<'py>(
-        &mut self,
-        py: Python<'py>,
-        actions: &Bound<'py, PyAny>,
-    ) -> PyResult<BatchStep<'py>> {
-        guard(|| {
-            let actions = action_texts(actions, self.episodes.len())?;
-            if self.episodes.iter().any(Option::is_none) {
-                return Err(PyRuntimeError::new_err("call reset() before step()"));
-            }
-            let results: Vec<(AlfStep, f64)> = py.detach(|| {
-                self.episodes
-                    .par_iter_mut()
-                    .zip(actions.par_iter())
-                    .map(|(episode, action)| {
-                        let episode = episode.as_mut().expect("checked above");
-                        if episode.last.done {
-                            (episode.last.clone(), 0.0)
-                        } else {
-                            episode.step(action)
-                        }
-                    })
-                    .collect()
-            });
-            let n = results.len();
-            let (mut obs, mut rewards, mut terminated, mut truncated, mut infos) = (
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-            );
-            for ((step, reward), episode) in results.into_iter().zip(self.episodes.iter().flatten())
-            {
-                infos.push(self.settings.info(py, episode)?);
-                terminated.push(step.won);
-                truncated.push(step.done && !step.won);
-                rewards.push(reward);
-                obs.push(step.observation);
-            }
-            Ok((obs, rewards, terminated, truncated, infos))
-        })
+    fn step<'py>(slf: &Bound<'py, Self>, actions: &Bound<'py, PyAny>) -> PyResult<BatchStep<'py>> {
+        guard(|| exclusive(slf)?.core.step_all(slf.py(), actions))
     }
 
     /// The admissible commands of every environment now.
     #[getter]
-    fn admissible_commands(&self) -> Vec<Vec<String>> {
-        self.episodes
-            .iter()
+    fn admissible_commands(slf: &Bound<'_, Self>) -> PyResult<Vec<Vec<String>>> {
+        let this = shared(slf)?;
+        Ok(this
+            .core
+            .slots()
             .map(|e| {
                 e.as_ref()
                     .map(|e| e.last.admissible_commands.clone())
                     .unwrap_or_default()
             })
-            .collect()
+            .collect())
     }
 
     /// A shortest plan for each environment from its current state (see
     /// `AlfWorldEnv.expert_plan`).
-    fn expert_plans(&self, py: Python<'_>) -> PyResult<Vec<Option<Vec<String>>>> {
+    fn expert_plans(slf: &Bound<'_, Self>) -> PyResult<Vec<Option<Vec<String>>>> {
         guard(|| {
-            Ok(py.detach(|| {
-                self.episodes
-                    .par_iter()
-                    .map(|e| e.as_ref().and_then(|e| e.engine.plan(DEFAULT_PLAN_BUDGET)))
-                    .collect()
-            }))
+            let this = shared(slf)?;
+            let slots: Vec<&Option<Episode>> = this.core.slots().collect();
+            Ok(slf
+                .py()
+                .detach(|| slots.par_iter().map(|e| plan(e)).collect()))
         })
     }
 
     /// The names of the games, in index order.
     #[getter]
     fn game_names(&self) -> Vec<String> {
-        self.settings.games.names.clone()
+        self.core.binding.games.names.clone()
     }
 
     /// The number of environments.
     #[getter]
     fn num_envs(&self) -> usize {
-        self.episodes.len()
+        self.core.len()
     }
 
     fn __len__(&self) -> usize {
-        self.episodes.len()
+        self.core.len()
     }
 
     fn __repr__(&self) -> String {
+        let alf = &self.core.binding;
         format!(
             "AlfWorldVecEnv({} environments in groups of {}, {} games, split {})",
-            self.episodes.len(),
-            self.group_n,
-            self.settings.games.games.len(),
-            self.settings.source.split
+            self.core.len(),
+            self.core.group_n,
+            alf.games.games.len(),
+            alf.source.split
         )
     }
 
@@ -628,49 +520,28 @@ impl AlfWorldVecEnv {
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>, String)> {
         let py = slf.py();
-        let this = slf.borrow();
-        let slots: Vec<serde_json::Value> = this
-            .rngs
-            .iter()
-            .zip(&this.episodes)
-            .map(|(r, e)| save_slot(r, e.as_ref()))
-            .collect();
-        let state = json!({"group_n": this.group_n, "slots": slots}).to_string();
-        let (data, split, types, max_steps, generated, seed) = (
-            this.settings.source.data.clone(),
-            this.settings.source.split.clone(),
-            this.settings.source.task_types.clone(),
-            this.settings.max_steps,
-            this.settings.source.generated,
-            this.settings.source.seed,
-        );
+        let this = shared(slf)?;
+        let (data, split, types, max_steps, generated, seed) = this.core.binding.args();
+        let n = this.core.len();
         let args = (
-            this.episodes.len(),
+            n,
             data,
             split,
             types,
             max_steps,
             generated,
             seed,
-            this.group_n,
-        )
-            .into_pyobject(py)?;
-        Ok((py.get_type::<Self>(), args, state))
+            this.core.group_n,
+        );
+        Ok((
+            py.get_type::<Self>(),
+            args.into_pyobject(py)?,
+            this.core.save(),
+        ))
     }
 
     fn __setstate__(&mut self, state: &str) -> PyResult<()> {
-        guard(|| {
-            let value: serde_json::Value = serde_json::from_str(state)
-                .map_err(|e| PyValueError::new_err(format!("bad AlfWorldVecEnv state: {e}")))?;
-            let slots = value["slots"]
-                .as_array()
-                .filter(|s| s.len() == self.episodes.len())
-                .ok_or_else(|| PyValueError::new_err("bad AlfWorldVecEnv state: slots"))?;
-            for (i, slot) in slots.iter().enumerate() {
-                (self.rngs[i], self.episodes[i]) = restore_slot(&self.settings, slot)?;
-            }
-            Ok(())
-        })
+        guard(|| self.core.restore(state))
     }
 }
 

@@ -12,6 +12,7 @@ use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyTypeError, PyValue
 use pyo3::prelude::*;
 
 mod alfworld;
+mod core;
 mod keydoor;
 mod sokoban;
 mod webshop;

@@ -1,25 +1,29 @@
 //! WebShop for Python: `WebShopEnv` (one gymnasium-style environment) and `WebShopVecEnv` (a
 //! batch stepped in parallel with the GIL released), over the generated catalog or the real
-//! data.
+//! data. Both are the [`Core`] over this file's [`Binding`].
 
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use envrl_envs::webshop::{ObservationMode, WebShopData, WebShopEngine, WebStepResult};
-use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
+use envrl_envs::webshop::{ObservationMode, WebShopData, WebShopEngine};
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use rayon::prelude::*;
-use serde_json::json;
 
-use crate::{BatchStep, action_text, action_texts, data_dir, data_error, existing, guard};
+use crate::core::{Binding, Core, Stepped, ensure_batch, ensure_fits, exclusive, shared};
+use crate::{BatchStep, data_dir, data_error, existing, guard};
 
 /// Goals below this index are the test split (verl-agent: `range(500)`), the rest train.
 const TEST_GOALS: usize = 500;
+
+/// Bytes a generated product takes at least (about 7 KB measured), and an environment per goal
+/// of its catalog (its goal order and prices: about 1.1 KB a goal measured).
+const PRODUCT_BYTES: u64 = 6 << 10;
+const SLOT_BYTES_PER_GOAL: u64 = 1 << 10;
 
 /// The catalog of `data` (or the generated one of `products` products), loaded once per
 /// process.
@@ -34,7 +38,13 @@ fn catalog(data: &Option<PathBuf>, products: usize) -> PyResult<Arc<WebShopData>
     let loaded = match data {
         Some(dir) => WebShopData::open(dir).map_err(data_error)?,
         None if products == 0 => return Err(PyValueError::new_err("products must be at least 1")),
-        None => WebShopData::generated(0, products),
+        None => {
+            ensure_fits(
+                &format!("products={products} generated products"),
+                products as u128 * u128::from(PRODUCT_BYTES),
+            )?;
+            WebShopData::generated(0, products)
+        }
     };
     cache
         .lock()
@@ -53,8 +63,7 @@ fn parse_mode(mode: &str) -> PyResult<ObservationMode> {
     }
 }
 
-/// The constructor arguments shared by both classes.
-#[derive(Clone)]
+/// WebShop's binding: the constructor arguments shared by both classes and the catalog.
 struct Settings {
     data_arg: Option<PathBuf>,
     data: Arc<WebShopData>,
@@ -122,9 +131,63 @@ impl Settings {
         WebShopEngine::new(self.data.clone(), seed as i64, self.mode)
     }
 
-    /// A goal index from `options["goal"]`, checked against the catalog's goals.
-    fn goal(&self, choice: &Bound<'_, PyAny>, total: usize) -> PyResult<usize> {
-        let goal = crate::index_arg(choice, "a goal")?
+    /// The number of goals of the catalog.
+    fn total_goals(&self) -> usize {
+        self.data.goals(self.seed as i64).goals.len()
+    }
+
+    /// The constructor arguments after `n`, for pickling.
+    fn args(&self) -> (Option<PathBuf>, String, String, usize, u64, usize) {
+        let (data, mode, split) = (
+            self.data_arg.clone(),
+            self.mode_name.clone(),
+            self.split.clone(),
+        );
+        (data, mode, split, self.max_steps, self.seed, self.products)
+    }
+}
+
+/// One reference environment and its session. The environment lives across episodes, as a
+/// verl-agent worker's does: its random stream (searches, the reset after a purchase) carries
+/// over from one episode to the next.
+pub(crate) struct Slot {
+    engine: WebShopEngine,
+    goal: Option<usize>,
+    steps: usize,
+    reward: f64,
+    done: bool,
+    noop: bool,
+}
+
+impl Binding for Settings {
+    type Slot = Slot;
+    const CHOICE: &'static str = "goal";
+    const REPLAY_HISTORY: bool = true;
+
+    fn slot_bytes(&self) -> u64 {
+        self.total_goals() as u64 * SLOT_BYTES_PER_GOAL
+    }
+
+    /// The reference environment of seed `seed` (its goal order, prices and random stream).
+    fn slot(&self, seed: u64) -> Slot {
+        Slot {
+            engine: self.engine(seed),
+            goal: None,
+            steps: 0,
+            reward: 0.0,
+            done: false,
+            noop: false,
+        }
+    }
+
+    fn choices(&self) -> usize {
+        self.total_goals()
+    }
+
+    /// A goal index, checked against the catalog's goals (any split).
+    fn choice(&self, value: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let total = self.total_goals();
+        let goal = crate::index_arg(value, "a goal")?
             .ok_or_else(|| PyValueError::new_err("a goal must be an int ≥ 0"))?;
         if goal >= total {
             return Err(PyIndexError::new_err(format!(
@@ -133,122 +196,53 @@ impl Settings {
         }
         Ok(goal)
     }
-}
 
-/// One reference environment and its episode in progress. The environment lives across
-/// episodes, as a verl-agent worker's does: its random stream (searches, the reset after a
-/// purchase) carries over from one episode to the next.
-#[derive(Clone)]
-struct Slot {
-    engine: WebShopEngine,
-    seed: u64,
-    goal: Option<usize>,
-    observation: String,
-    actions: Vec<String>,
-    reward: f64,
-    done: bool,
-    truncated: bool,
-    /// The goals and actions of the finished episodes, replayed to restore a pickled slot.
-    history: Vec<(usize, Vec<String>)>,
-}
+    /// A goal of the split.
+    fn draw(&self, rng: &mut ChaCha8Rng) -> usize {
+        rng.random_range(self.goals.clone())
+    }
 
-impl Slot {
-    fn new(settings: &Settings, seed: u64) -> Self {
-        Self {
-            engine: settings.engine(seed),
-            seed,
-            goal: None,
-            observation: String::new(),
-            actions: Vec::new(),
-            reward: 0.0,
-            done: false,
-            truncated: false,
-            history: Vec::new(),
+    fn start(&self, slot: &mut Slot, goal: usize) -> String {
+        slot.goal = Some(goal);
+        slot.steps = 0;
+        slot.reward = 0.0;
+        slot.done = false;
+        slot.noop = false;
+        slot.engine.reset(Some(goal))
+    }
+
+    /// The reward is the purchase's score (0–1), `terminated` after a purchase, `truncated` at
+    /// `max_steps`.
+    fn step(&self, slot: &mut Slot, action: &str) -> Stepped {
+        let result = slot.engine.step(action);
+        slot.steps += 1;
+        slot.reward = result.reward;
+        slot.done = result.done;
+        slot.noop = result.noop;
+        Stepped {
+            observation: result.observation,
+            reward: result.reward,
+            terminated: result.done,
+            truncated: !result.done && slot.steps >= self.max_steps,
         }
     }
 
-    fn start(&mut self, goal: usize) {
-        if let Some(previous) = self.goal {
-            self.history
-                .push((previous, std::mem::take(&mut self.actions)));
-        }
-        self.observation = self.engine.reset(Some(goal));
-        self.goal = Some(goal);
-        self.reward = 0.0;
-        self.done = false;
-        self.truncated = false;
-    }
-
-    fn step(&mut self, action: &str, max_steps: usize) -> WebStepResult {
-        let result = self.engine.step(action);
-        self.actions.push(action.to_string());
-        self.observation = result.observation.clone();
-        self.reward = result.reward;
-        self.done = result.done;
-        self.truncated = !result.done && self.actions.len() >= max_steps;
-        result
-    }
-
-    fn ended(&self) -> bool {
-        self.done || self.truncated
-    }
-
-    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn info<'py>(&self, py: Python<'py>, slot: &Slot) -> PyResult<Bound<'py, PyDict>> {
         let info = PyDict::new(py);
-        let available = self.engine.available_actions();
+        let available = slot.engine.available_actions();
         let actions = PyDict::new(py);
         actions.set_item("has_search_bar", available.has_search_bar)?;
         actions.set_item("clickables", available.clickables)?;
         info.set_item("available_actions", actions)?;
-        info.set_item("task_score", self.reward)?;
-        info.set_item("won", self.done && self.reward == 1.0)?;
-        info.set_item("goal", self.goal)?;
-        let instruction = self
+        info.set_item("task_score", slot.reward)?;
+        info.set_item("won", slot.done && slot.reward == 1.0)?;
+        info.set_item("goal", slot.goal)?;
+        let instruction = slot
             .goal
-            .map(|g| self.engine.goals().goals[g].instruction_text.clone());
+            .map(|g| slot.engine.goals().goals[g].instruction_text.clone());
         info.set_item("instruction", instruction)?;
+        info.set_item("noop", slot.noop)?;
         Ok(info)
-    }
-
-    /// The slot as JSON: its random stream for goal draws and every episode since it was made.
-    fn save(&self, rng: &ChaCha8Rng) -> serde_json::Value {
-        json!({
-            "rng": rng,
-            "history": self.history,
-            "current": self.goal.map(|g| json!({"goal": g, "actions": self.actions})),
-        })
-    }
-
-    /// Rebuilds a slot from [`Slot::save`] by replaying its episodes on a fresh environment.
-    fn restore(
-        settings: &Settings,
-        seed: u64,
-        value: &serde_json::Value,
-    ) -> PyResult<(ChaCha8Rng, Self)> {
-        let bad = |what: String| PyValueError::new_err(format!("bad WebShop state: {what}"));
-        let rng: ChaCha8Rng =
-            serde_json::from_value(value["rng"].clone()).map_err(|e| bad(e.to_string()))?;
-        let mut episodes: Vec<(usize, Vec<String>)> =
-            serde_json::from_value(value["history"].clone()).map_err(|e| bad(e.to_string()))?;
-        if let Some(current) = value["current"].as_object() {
-            let current = serde_json::Value::Object(current.clone());
-            let goal = current["goal"].as_u64().ok_or_else(|| bad("goal".into()))? as usize;
-            let actions: Vec<String> = serde_json::from_value(current["actions"].clone())
-                .map_err(|e| bad(e.to_string()))?;
-            episodes.push((goal, actions));
-        }
-        let mut slot = Slot::new(settings, seed);
-        let total = slot.engine.goals().goals.len();
-        for (goal, actions) in &episodes {
-            if *goal >= total {
-                return Err(bad(format!("goal {goal} out of range")));
-            }
-            slot.start(*goal);
-            for action in actions {
-                slot.step(action, settings.max_steps);
-            }
-        }
-        Ok((rng, slot))
     }
 }
 
@@ -260,9 +254,7 @@ impl Slot {
 /// the reference (goal order and prices). Goals `0..500` are the test split, the rest train.
 #[pyclass(module = "envrl._envrl")]
 pub struct WebShopEnv {
-    settings: Settings,
-    rng: ChaCha8Rng,
-    slot: Slot,
+    core: Core<Settings>,
 }
 
 #[pymethods]
@@ -279,12 +271,8 @@ impl WebShopEnv {
     ) -> PyResult<Self> {
         guard(|| {
             let settings = Settings::new(data, observation_mode, split, max_steps, seed, products)?;
-            let slot = Slot::new(&settings, seed);
-            Ok(Self {
-                settings,
-                rng: ChaCha8Rng::seed_from_u64(seed),
-                slot,
-            })
+            let core = Core::new(settings, "WebShopEnv", 1, seed, 1)?;
+            Ok(Self { core })
         })
     }
 
@@ -292,22 +280,18 @@ impl WebShopEnv {
     /// environment's stream (reseeded by `seed`). Returns `(observation, info)`.
     #[pyo3(signature = (seed=None, options=None))]
     fn reset<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         seed: Option<u64>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<(String, Bound<'py, PyDict>)> {
         guard(|| {
+            let core = &mut exclusive(slf)?.core;
             if let Some(seed) = seed {
-                self.rng = ChaCha8Rng::seed_from_u64(seed);
+                core.reseed(seed);
             }
-            let total = self.slot.engine.goals().goals.len();
-            let goal = match crate::option(options, "goal", &["goal"])? {
-                Some(choice) => self.settings.goal(&choice, total)?,
-                None => self.rng.random_range(self.settings.goals.clone()),
-            };
-            self.slot.start(goal);
-            Ok((self.slot.observation.clone(), self.slot.info(py)?))
+            let chosen = core.option_choice(options)?.map(|goal| vec![goal]);
+            let (mut obs, mut infos) = core.reset(slf.py(), chosen)?;
+            Ok((obs.remove(0), infos.remove(0)))
         })
     }
 
@@ -315,55 +299,34 @@ impl WebShopEnv {
     /// terminated, truncated, info)`: the reward is the purchase's score (0–1), `terminated`
     /// after a purchase, `truncated` at `max_steps`.
     fn step<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         action: &Bound<'py, PyAny>,
     ) -> PyResult<(String, f64, bool, bool, Bound<'py, PyDict>)> {
-        guard(|| {
-            let action = action_text(action)?;
-            let max_steps = self.settings.max_steps;
-            let slot = &mut self.slot;
-            if slot.goal.is_none() {
-                return Err(PyRuntimeError::new_err("call reset() before step()"));
-            }
-            if slot.ended() {
-                return Err(PyRuntimeError::new_err(
-                    "the episode has ended (a purchase or the step limit); call reset()",
-                ));
-            }
-            let result = py.detach(|| slot.step(&action, max_steps));
-            let info = slot.info(py)?;
-            info.set_item("noop", result.noop)?;
-            let truncated = slot.truncated;
-            Ok((
-                result.observation,
-                result.reward,
-                result.done,
-                truncated,
-                info,
-            ))
-        })
+        guard(|| exclusive(slf)?.core.step_one(slf.py(), action))
     }
 
     /// The actions offered now: `{"has_search_bar": bool, "clickables": [str]}`.
-    fn available_actions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if self.slot.goal.is_none() {
-            return Err(PyRuntimeError::new_err("call reset() first"));
-        }
-        self.slot.info(py)?.as_any().get_item("available_actions")
+    fn available_actions<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let this = shared(slf)?;
+        let slot = this.core.started_slot()?;
+        this.core
+            .binding
+            .info(slf.py(), slot)?
+            .as_any()
+            .get_item("available_actions")
     }
 
     /// A plan that buys the goal's product with its options (the expert), from a fresh
     /// session of the current goal.
-    fn expert_plan(&self) -> PyResult<Vec<String>> {
+    fn expert_plan(slf: &Bound<'_, Self>) -> PyResult<Vec<String>> {
         guard(|| {
-            let goal = self
-                .slot
-                .goal
-                .ok_or_else(|| PyRuntimeError::new_err("call reset() first"))?;
+            let this = shared(slf)?;
+            let slot = this.core.started_slot()?;
+            let goal = slot.goal.expect("a started slot has a goal");
+            let data = &this.core.binding.data;
             Ok(envrl_envs::webshop::fitting_plan(
-                &self.settings.data,
-                self.slot.engine.goals(),
+                data,
+                slot.engine.goals(),
                 goal,
             ))
         })
@@ -372,20 +335,14 @@ impl WebShopEnv {
     /// The number of goals of the catalog.
     #[getter]
     fn num_goals(&self) -> usize {
-        self.settings
-            .data
-            .goals(self.settings.seed as i64)
-            .goals
-            .len()
+        self.core.binding.total_goals()
     }
 
     fn __repr__(&self) -> String {
+        let s = &self.core.binding;
         format!(
             "WebShopEnv(split {} = goals {}..{}, observation_mode {})",
-            self.settings.split,
-            self.settings.goals.start,
-            self.settings.goals.end,
-            self.settings.mode_name
+            s.split, s.goals.start, s.goals.end, s.mode_name
         )
     }
 
@@ -393,28 +350,13 @@ impl WebShopEnv {
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>, String)> {
         let py = slf.py();
-        let this = slf.borrow();
-        let s = &this.settings;
-        let args = (
-            s.data_arg.clone(),
-            s.mode_name.clone(),
-            s.split.clone(),
-            s.max_steps,
-            s.seed,
-            s.products,
-        )
-            .into_pyobject(py)?;
-        let state = this.slot.save(&this.rng).to_string();
-        Ok((py.get_type::<Self>(), args, state))
+        let this = shared(slf)?;
+        let args = this.core.binding.args().into_pyobject(py)?;
+        Ok((py.get_type::<Self>(), args, this.core.save()))
     }
 
     fn __setstate__(&mut self, state: &str) -> PyResult<()> {
-        guard(|| {
-            let value: serde_json::Value = serde_json::from_str(state)
-                .map_err(|e| PyValueError::new_err(format!("bad WebShopEnv state: {e}")))?;
-            (self.rng, self.slot) = Slot::restore(&self.settings, self.settings.seed, &value)?;
-            Ok(())
-        })
+        guard(|| self.core.restore(state))
     }
 }
 
@@ -426,10 +368,7 @@ impl WebShopEnv {
 /// goals from a stream of the same seed.
 #[pyclass(module = "envrl._envrl")]
 pub struct WebShopVecEnv {
-    settings: Settings,
-    group_n: usize,
-    rngs: Vec<ChaCha8Rng>,
-    slots: Vec<Slot>,
+    core: Core<Settings>,
 }
 
 #[pymethods]
@@ -448,24 +387,11 @@ impl WebShopVecEnv {
         group_n: usize,
     ) -> PyResult<Self> {
         guard(|| {
-            if n == 0 || group_n == 0 {
-                return Err(PyValueError::new_err("n and group_n must be at least 1"));
-            }
+            // Before loading the catalog (its size comes on top).
+            ensure_batch("WebShopVecEnv", n, group_n, 1)?;
             let settings = Settings::new(data, observation_mode, split, max_steps, seed, products)?;
-            let seeds: Vec<u64> = (0..n)
-                .map(|i| seed.wrapping_add((i / group_n) as u64))
-                .collect();
-            let rngs = seeds
-                .iter()
-                .map(|&s| ChaCha8Rng::seed_from_u64(s))
-                .collect();
-            let slots = seeds.par_iter().map(|&s| Slot::new(&settings, s)).collect();
-            Ok(Self {
-                settings,
-                group_n,
-                rngs,
-                slots,
-            })
+            let core = Core::new(settings, "WebShopVecEnv", n, seed, group_n)?;
+            Ok(Self { core })
         })
     }
 
@@ -473,113 +399,45 @@ impl WebShopVecEnv {
     /// the split drawn from each environment's stream. Returns `(observations, infos)`.
     #[pyo3(signature = (goals=None))]
     fn reset<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         goals: Option<Vec<Bound<'py, PyAny>>>,
     ) -> PyResult<(Vec<String>, Vec<Bound<'py, PyDict>>)> {
         guard(|| {
-            let n = self.rngs.len();
-            let total = self.slots[0].engine.goals().goals.len();
-            let chosen: Vec<usize> = match goals {
-                Some(goals) if goals.len() != n => {
-                    return Err(PyValueError::new_err(format!(
-                        "expected {n} goals (one per environment), got {}",
-                        goals.len()
-                    )));
-                }
-                Some(goals) => goals
-                    .iter()
-                    .map(|g| self.settings.goal(g, total))
-                    .collect::<PyResult<_>>()?,
-                None => {
-                    let range = self.settings.goals.clone();
-                    self.rngs
-                        .iter_mut()
-                        .map(|r| r.random_range(range.clone()))
-                        .collect()
-                }
-            };
-            let slots = &mut self.slots;
-            py.detach(|| {
-                slots
-                    .par_iter_mut()
-                    .zip(chosen.par_iter())
-                    .for_each(|(slot, &goal)| slot.start(goal))
-            });
-            let mut observations = Vec::with_capacity(n);
-            let mut infos = Vec::with_capacity(n);
-            for slot in &self.slots {
-                observations.push(slot.observation.clone());
-                infos.push(slot.info(py)?);
-            }
-            Ok((observations, infos))
+            let core = &mut exclusive(slf)?.core;
+            let chosen = goals.map(|g| core.choices(&g)).transpose()?;
+            core.reset(slf.py(), chosen)
         })
     }
 
     /// Plays one action in every environment. Returns lists of observations, rewards
     /// (purchase scores), `terminated`, `truncated` and infos; an environment whose episode
     /// has ended repeats its last observation with reward 0.
-    fn step<'py>(
-        &mut self,
-        py: Python<'py>,
-        actions: &Bound<'py, PyAny>,
-    ) -> PyResult<BatchStep<'py>> {
-        guard(|| {
-            let actions = action_texts(actions, self.slots.len())?;
-            if self.slots.iter().any(|s| s.goal.is_none()) {
-                return Err(PyRuntimeError::new_err("call reset() before step()"));
-            }
-            let max_steps = self.settings.max_steps;
-            let slots = &mut self.slots;
-            let rewards: Vec<f64> = py.detach(|| {
-                slots
-                    .par_iter_mut()
-                    .zip(actions.par_iter())
-                    .map(|(slot, action)| match slot.ended() {
-                        true => 0.0,
-                        false => slot.step(action, max_steps).reward,
-                    })
-                    .collect()
-            });
-            let n = rewards.len();
-            let (mut obs, mut terminated, mut truncated, mut infos) = (
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-            );
-            for slot in &self.slots {
-                obs.push(slot.observation.clone());
-                terminated.push(slot.done);
-                truncated.push(slot.truncated);
-                infos.push(slot.info(py)?);
-            }
-            Ok((obs, rewards, terminated, truncated, infos))
-        })
+    fn step<'py>(slf: &Bound<'py, Self>, actions: &Bound<'py, PyAny>) -> PyResult<BatchStep<'py>> {
+        guard(|| exclusive(slf)?.core.step_all(slf.py(), actions))
     }
 
     /// The number of environments.
     #[getter]
     fn num_envs(&self) -> usize {
-        self.slots.len()
+        self.core.len()
     }
 
     /// The number of goals of the catalog.
     #[getter]
     fn num_goals(&self) -> usize {
-        self.slots[0].engine.goals().goals.len()
+        self.core.binding.total_goals()
     }
 
     fn __len__(&self) -> usize {
-        self.slots.len()
+        self.core.len()
     }
 
     fn __repr__(&self) -> String {
         format!(
             "WebShopVecEnv({} environments in groups of {}, split {})",
-            self.slots.len(),
-            self.group_n,
-            self.settings.split
+            self.core.len(),
+            self.core.group_n,
+            self.core.binding.split
         )
     }
 
@@ -587,46 +445,28 @@ impl WebShopVecEnv {
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>, String)> {
         let py = slf.py();
-        let this = slf.borrow();
-        let s = &this.settings;
+        let this = shared(slf)?;
+        let (data, mode, split, max_steps, seed, products) = this.core.binding.args();
+        let n = this.core.len();
         let args = (
-            this.slots.len(),
-            s.data_arg.clone(),
-            s.mode_name.clone(),
-            s.split.clone(),
-            s.max_steps,
-            s.seed,
-            s.products,
-            this.group_n,
-        )
-            .into_pyobject(py)?;
-        let slots: Vec<serde_json::Value> = this
-            .rngs
-            .iter()
-            .zip(&this.slots)
-            .map(|(rng, slot)| slot.save(rng))
-            .collect();
+            n,
+            data,
+            mode,
+            split,
+            max_steps,
+            seed,
+            products,
+            this.core.group_n,
+        );
         Ok((
             py.get_type::<Self>(),
-            args,
-            json!({"slots": slots}).to_string(),
+            args.into_pyobject(py)?,
+            this.core.save(),
         ))
     }
 
     fn __setstate__(&mut self, state: &str) -> PyResult<()> {
-        guard(|| {
-            let value: serde_json::Value = serde_json::from_str(state)
-                .map_err(|e| PyValueError::new_err(format!("bad WebShopVecEnv state: {e}")))?;
-            let slots = value["slots"]
-                .as_array()
-                .filter(|s| s.len() == self.slots.len())
-                .ok_or_else(|| PyValueError::new_err("bad WebShopVecEnv state: slots"))?;
-            for (i, value) in slots.iter().enumerate() {
-                let seed = self.slots[i].seed;
-                (self.rngs[i], self.slots[i]) = Slot::restore(&self.settings, seed, value)?;
-            }
-            Ok(())
-        })
+        guard(|| self.core.restore(state))
     }
 }
 

@@ -228,3 +228,45 @@ def test_arguments_that_mean_nothing_are_refused_not_reinterpreted():
         KeyDoorEnv().reset(options={"task": False})
     with pytest.raises(ValueError, match="unknown option `seed`"):
         KeyDoorEnv().reset(options={"seed": 3})
+
+
+def test_sizes_that_cannot_fit_are_refused_before_allocating():
+    # Each of these aborted the process or ran on for hours before.
+    with pytest.raises(MemoryError, match=r"AlfWorldVecEnv: 100000000 environments need at least"):
+        AlfWorldVecEnv(10**8, generated=5)
+    with pytest.raises(MemoryError, match=r"WebShopVecEnv: 10000000 environments"):
+        WebShopVecEnv(10**7)
+    with pytest.raises(MemoryError, match=r"generated=1000000000 games need at least .* GiB available"):
+        AlfWorldEnv(generated=10**9)
+    with pytest.raises(MemoryError, match=r"products=1000000000 generated products"):
+        WebShopEnv(products=10**9)
+    with pytest.raises(ValueError, match="n and group_n must be at least 1, got n=0"):
+        AlfWorldVecEnv(0, generated=5)
+    with pytest.raises(ValueError, match=r"task_types=\[\] keeps no game"):
+        AlfWorldEnv(generated=5, task_types=[])
+
+
+def test_one_environment_shared_by_two_threads_says_what_to_do():
+    vec = AlfWorldVecEnv(64, generated=50)
+    vec.reset()
+    errors = []
+    stop = threading.Event()
+
+    def hammer():
+        while not stop.is_set():
+            try:
+                vec.step(["look"] * 64)
+            except RuntimeError as e:
+                errors.append(str(e))
+                stop.set()
+
+    threads = [threading.Thread(target=hammer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    stop.wait(timeout=20)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert errors, "four threads stepping one environment for 20 s never collided"
+    assert "in use by another thread" in errors[0] and "threading.Lock" in errors[0], errors[0]
+    assert "AlfWorldVecEnv" in errors[0]

@@ -78,7 +78,7 @@ def test_the_drop_in_has_verl_agents_shapes_and_refuses_nonsense():
         envs.step([True, 1])
     with pytest.raises(ValueError, match="got 7"):
         envs.step([7, 1])
-    with pytest.raises(ValueError, match="unknown env_kwargs"):
+    with pytest.raises(ValueError, match=r"unknown Sokoban env_kwargs \[.dim_rooms.\]"):
         build_sokoban_envs(env_kwargs={"dim_rooms": (6, 6)})
     with pytest.raises(ValueError, match="text only"):
         build_sokoban_envs(mode="rgb_array")

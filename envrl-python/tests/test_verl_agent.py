@@ -56,3 +56,33 @@ def test_webshop_goals_are_drawn_like_verl_agent():
     assert all(set(i) == {"available_actions", "task_score", "won"} for i in infos)
     train = build_webshop_envs(0, 1, 1, True, None)
     assert train.goal_idxs.start == 500
+
+
+def test_arguments_that_mean_nothing_are_refused():
+    import pytest
+
+    from envrl.verl_agent import build_sokoban_envs
+
+    with pytest.raises(ValueError, match=r"unknown ALFWorld env_kwargs \['eval_datset'\]; expected"):
+        build_alfworld_envs(None, 0, 1, 1, None, False, {"eval_datset": "eval_out_of_distribution"})
+    with pytest.raises(ValueError, match=r"unknown WebShop env_kwargs \['obs_mode'\]"):
+        build_webshop_envs(0, 1, 1, None, True, {"obs_mode": "html"})
+    with pytest.raises(TypeError, match="is_train must be a bool, got 'test'"):
+        build_webshop_envs(0, 1, 1, None, "test", None)
+    with pytest.raises(ValueError, match="env_num must be an int of at least 1, got 0"):
+        build_sokoban_envs(0, 0, 1)
+    with pytest.raises(ValueError, match="human_goals=True is not supported"):
+        build_webshop_envs(0, 1, 1, None, True, {"human_goals": True})
+    with pytest.raises(ValueError, match="expected a path to items_shuffle_1000.json"):
+        build_webshop_envs(0, 1, 1, None, True, {"file_path": "/data/items_shuffle.json"})
+    # What verl-agent's trainer passes is accepted.
+    shop = build_webshop_envs(
+        0, 1, 1, None, True, {"observation_mode": "text", "num_products": None, "human_goals": False}
+    )
+    for envs in (shop, build_alfworld_envs(None, 0, 1, 1, None, True, {"generated": 5})):
+        envs.reset()
+        envs.close()
+        with pytest.raises(RuntimeError, match="is closed"):
+            envs.reset()
+        with pytest.raises(RuntimeError, match="is closed"):
+            envs.step(["look"])

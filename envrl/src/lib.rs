@@ -38,6 +38,7 @@ mod auxiliary;
 mod critic;
 mod env;
 mod error;
+mod memory;
 mod policy;
 mod rollout;
 mod schedule;
@@ -53,6 +54,7 @@ pub use env::{
     ActionForm, EnvFactory, Environment, ExampleBudgets, Observation, StepOutcome, World, WorldInfo,
 };
 pub use error::{Error, Result};
+pub use memory::{available_memory, shortfall};
 pub use policy::{Generation, RolloutWeights, SamplingParams, ScoreRow, Tokenizer};
 #[cfg(feature = "burn")]
 pub use policy::{Policy, TokenScores};

@@ -99,7 +99,7 @@ impl LmConfig {
                 ),
             });
         }
-        self.ensure_fits(crate::lm::available_memory())
+        self.ensure_fits(envrl::available_memory())
     }
 
     /// Builds a randomly initialised model on `device`, deterministically from `seed`.

@@ -22,6 +22,6 @@ pub use gguf::gguf_config;
 pub use hf::read_hf_config;
 pub use kv_cache::KvCache;
 pub use lora::HfParam;
-pub use memory::{available_memory, shortfall};
+
 pub use qwen2::{Attention, CausalLm, DecoderLayer, Mlp, Qwen2Model, RmsNorm, TokenBatch};
 pub use sampling::{sample_rows, sample_token};

@@ -35,6 +35,42 @@ pub fn checkpoint_to_export(dir: &Path, name: Option<&str>) -> Result<PathBuf> {
     }
 }
 
+/// `path` made absolute through its nearest existing ancestor (links resolved), for comparing
+/// a path that does not exist yet with one that does.
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut rest = Vec::new();
+    let mut base = absolute.as_path();
+    loop {
+        if let Ok(real) = base.canonicalize() {
+            return rest.iter().rev().fold(real, |p, part| p.join(part));
+        }
+        match (base.parent(), base.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                base = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
+/// Refuses an export `output` inside the run directory `dir` (or the run directory itself): a
+/// run directory holds what the run writes, and its checkpoints and lock are pruned and
+/// checked by the run.
+fn ensure_outside_run(dir: &Path, output: &Path) -> Result<()> {
+    let (run, out) = (resolved(dir), resolved(output));
+    if out.starts_with(&run) {
+        bail!(
+            "--output {}: inside the run directory {}; write the export beside it (e.g. {}-export)",
+            output.display(),
+            dir.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// Exports the model of the run in `dir` (`checkpoint`: a checkpoint's directory name, else the
 /// latest good one) to `output`.
 ///
@@ -47,6 +83,7 @@ pub fn export_run(
     options: &ExportOptions,
     output: &Path,
 ) -> Result<ExportReport> {
+    ensure_outside_run(dir, output)?;
     let config = RunConfig::from_toml_file(&dir.join("config.toml"))?;
     let checkpoint = checkpoint_to_export(dir, checkpoint)?;
     let device = Device::flex();
@@ -86,6 +123,37 @@ pub fn export_run(
                 &pretrained.config,
                 ExportTokenizer::Hf(&pretrained.tokenizer),
             )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_export_into_the_run_directory_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = tmp.path().join("run");
+        std::fs::create_dir_all(run.join("checkpoints")).unwrap();
+        for inside in [
+            run.clone(),
+            run.join("hf"),
+            run.join("checkpoints/new/deeper"),
+            run.join("../run/x"),
+        ] {
+            let err = ensure_outside_run(&run, &inside).unwrap_err().to_string();
+            assert!(err.contains("inside the run directory"), "{err}");
+        }
+        for outside in [tmp.path().join("run-export"), tmp.path().join("runs/hf")] {
+            assert!(ensure_outside_run(&run, &outside).is_ok());
+        }
+        // A relative path and a link reach the same directory.
+        #[cfg(unix)]
+        {
+            let link = tmp.path().join("link");
+            std::os::unix::fs::symlink(&run, &link).unwrap();
+            assert!(ensure_outside_run(&run, &link.join("hf")).is_err());
         }
     }
 }

@@ -8,8 +8,9 @@ use anyhow::{Context, Result};
 use burn::module::Module;
 use burn::tensor::Device;
 use envrl::{Demonstration, RolloutWeights, Tokenizer};
+use envrl::{available_memory, shortfall};
 use envrl_algos::recipe::{builtin_objectives, word_tokenizer};
-use envrl_algos::{CausalLm, LmConfig, Pretrained, WordTokenizer, available_memory, shortfall};
+use envrl_algos::{CausalLm, LmConfig, Pretrained, WordTokenizer};
 
 use super::config::{ModelSource, RunConfig};
 use super::corpus::TextCollector;

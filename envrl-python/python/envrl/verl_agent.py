@@ -29,12 +29,19 @@ What is kept from verl-agent (state of 2025-07):
 ``$ALFWORLD_DATA`` / ``$WEBSHOP_DATA`` or envrl's generated default), and for ALFWorld
 ``eval_dataset`` (``eval_in_distribution`` = valid_seen, ``eval_out_of_distribution`` =
 valid_unseen), ``task_types``, ``max_steps`` and ``generated`` (how many games to generate
-without data, 1000); for WebShop ``observation_mode``; for Sokoban ``dim_room``, ``num_boxes``,
+without data, 1000); for WebShop ``observation_mode`` and what verl-agent's trainer passes:
+``num_products`` (``None``: every product of the files), ``human_goals`` (false: the synthetic
+goals envrl's engine plays; true is refused) and ``file_path``/``attr_path`` (taken as the data
+directory when they name its ``items_shuffle_1000.json`` and ``items_ins_v2_1000.json``); for Sokoban ``dim_room``, ``num_boxes``,
 ``max_steps`` and ``search_depth`` (verl-agent's defaults: 6×6, 1 box, 100 steps, depth 300;
 its config passes 6×6, 1, ``env.max_steps`` and 30). Sokoban's reset seeds are drawn from numpy's
 *global* stream, seeded by the constructor, as verl-agent draws them (so a validation set built
 after the training set reseeds the stream both draw from, as in verl-agent); its ``mode`` must be
 ``tiny_rgb_array`` (text) here.
+
+Arguments that would mean nothing are refused, not ignored: unknown ``env_kwargs`` keys (named
+with the known ones), an ``is_train`` that is not a bool, sizes below 1, and any call after
+``close()``.
 """
 
 from __future__ import annotations
@@ -90,7 +97,84 @@ def _split_positional(resources_per_worker, is_train, env_kwargs):
     return resources_per_worker, is_train, env_kwargs
 
 
-class AlfworldEnvs:
+def _checked_kwargs(env_kwargs, known: Sequence[str], what: str) -> Dict[str, Any]:
+    """``env_kwargs`` as a dict whose keys are all among ``known``."""
+    if env_kwargs is None:
+        return {}
+    if not isinstance(env_kwargs, dict):
+        raise TypeError(f"{what} env_kwargs must be a dict, got {type(env_kwargs).__name__}")
+    unknown = sorted(set(env_kwargs) - set(known))
+    if unknown:
+        raise ValueError(
+            f"unknown {what} env_kwargs {unknown}; expected some of: {', '.join(known)}"
+        )
+    return dict(env_kwargs)
+
+
+def _checked_sizes(is_train, **sizes: int) -> bool:
+    """``is_train`` as a bool, and every size an int of at least 1."""
+    if not isinstance(is_train, bool):
+        raise TypeError(f"is_train must be a bool, got {is_train!r}")
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int of at least 1, got {value!r}")
+    return is_train
+
+
+class _Closable:
+    """Refuses every call after ``close()``."""
+
+    _closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"this {type(self).__name__} is closed; build a new one")
+
+    def close(self, timeout_s: float = 30) -> None:
+        """Nothing to shut down (the engines live in this process); later calls are refused."""
+        self._closed = True
+
+
+_ALFWORLD_KWARGS = ("data", "eval_dataset", "task_types", "max_steps", "generated")
+_WEBSHOP_KWARGS = (
+    "data",
+    "observation_mode",
+    "num_products",
+    "human_goals",
+    "file_path",
+    "attr_path",
+)
+_WEBSHOP_FILES = {"file_path": "items_shuffle_1000.json", "attr_path": "items_ins_v2_1000.json"}
+
+
+def _webshop_data(env_kwargs: Dict[str, Any]) -> Optional[str]:
+    """The WebShop data directory ``env_kwargs`` names, checking what envrl cannot honour."""
+    if env_kwargs.get("num_products") is not None:
+        raise ValueError(
+            "num_products must be None: envrl's engine loads every product of the data files"
+        )
+    if env_kwargs.get("human_goals"):
+        raise ValueError(
+            "human_goals=True is not supported: envrl's engine plays WebShop's synthetic goals "
+            "(verl-agent's default, human_goals=False)"
+        )
+    data = env_kwargs.get("data")
+    for key, name in _WEBSHOP_FILES.items():
+        path = env_kwargs.get(key)
+        if path is None:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.basename(path) != name:
+            raise ValueError(
+                f"{key}={path!r}: envrl reads the 1000-product catalog; expected a path to {name}"
+            )
+        if data is not None and os.path.abspath(data) != folder:
+            raise ValueError(f"{key}={path!r} is not inside data={data!r}")
+        data = folder
+    return data or os.environ.get("WEBSHOP_DATA") or None
+
+
+class AlfworldEnvs(_Closable):
     """verl-agent's ``AlfworldEnvs`` on envrl's engine: ``env_num * group_n`` environments."""
 
     def __init__(
@@ -104,7 +188,8 @@ class AlfworldEnvs:
         env_kwargs: Optional[Dict[str, Any]] = None,
     ) -> None:
         _, is_train, env_kwargs = _split_positional(resources_per_worker, is_train, env_kwargs)
-        env_kwargs = dict(env_kwargs or {})
+        env_kwargs = _checked_kwargs(env_kwargs, _ALFWORLD_KWARGS, "ALFWorld")
+        is_train = _checked_sizes(is_train, env_num=env_num, group_n=group_n)
         if is_train:
             split = "train"
         else:
@@ -160,6 +245,7 @@ class AlfworldEnvs:
 
     def reset(self) -> Tuple[List[str], None, List[Dict[str, Any]]]:
         """Starts a new game in every environment; a group shares its game."""
+        self._check_open()
         group_games = [next(cycle) for cycle in self._cycles]
         games = [group_games[i // self.group_n] for i in range(self.num_processes)]
         obs, infos = self._envs.reset(games)
@@ -167,6 +253,7 @@ class AlfworldEnvs:
 
     def step(self, actions: List[str]):
         """One command per environment; returns ``(text_obs, None, rewards, dones, infos)``."""
+        self._check_open()
         if len(actions) != self.num_processes:
             raise ValueError(
                 f"the num of actions ({len(actions)}) must be equal to the num of processes "
@@ -185,11 +272,8 @@ class AlfworldEnvs:
     def getobs(self):
         return None
 
-    def close(self, timeout_s: float = 30) -> None:
-        """Nothing to shut down: the engines live in this process."""
 
-
-class WebshopEnvs:
+class WebshopEnvs(_Closable):
     """verl-agent's ``WebshopMultiProcessEnv`` on envrl's engine."""
 
     def __init__(
@@ -202,14 +286,14 @@ class WebshopEnvs:
         env_kwargs: Optional[Dict[str, Any]] = None,
     ) -> None:
         _, is_train, env_kwargs = _split_positional(resources_per_worker, is_train, env_kwargs)
-        env_kwargs = dict(env_kwargs or {"observation_mode": "text", "num_products": None})
+        env_kwargs = _checked_kwargs(env_kwargs, _WEBSHOP_KWARGS, "WebShop")
+        self.is_train = _checked_sizes(is_train, env_num=env_num, group_n=group_n)
         np = _numpy()
         self.group_n = group_n
         self.env_num = env_num
         self.num_processes = env_num * group_n
-        self.is_train = is_train
         self._rng = np.random.RandomState(seed)
-        data = env_kwargs.get("data") or os.environ.get("WEBSHOP_DATA") or None
+        data = _webshop_data(env_kwargs)
         self._envs = WebShopVecEnv(
             self.num_processes,
             data=data,
@@ -221,11 +305,11 @@ class WebshopEnvs:
             group_n=group_n,
         )
         total = self._envs.num_goals
-        self.goal_idxs = range(500) if not is_train else range(500, total)
-        self._closed = False
+        self.goal_idxs = range(500) if not self.is_train else range(500, total)
 
     def reset(self) -> Tuple[List[str], List[Dict[str, Any]]]:
         """Draws ``env_num`` distinct goals; each group of ``group_n`` shares one."""
+        self._check_open()
         np = _numpy()
         idx = self._rng.choice(self.goal_idxs, size=self.env_num, replace=False)
         idx = np.repeat(idx, self.group_n).tolist()
@@ -235,6 +319,7 @@ class WebshopEnvs:
 
     def step(self, actions: List[str]):
         """One action per environment; returns ``(obs, rewards, dones, infos)``."""
+        self._check_open()
         if len(actions) != self.num_processes:
             raise ValueError(f"Expected {self.num_processes} actions, got {len(actions)}")
         obs, scores, dones, _, infos = self._envs.step(actions)
@@ -250,9 +335,6 @@ class WebshopEnvs:
                 }
             )
         return obs, rewards, dones, out
-
-    def close(self) -> None:
-        self._closed = True
 
 
 def build_alfworld_envs(
@@ -292,7 +374,7 @@ def webshop_projection(actions: List[str]):
 _SOKOBAN_KWARGS = ("dim_room", "num_boxes", "max_steps", "search_depth")
 
 
-class SokobanEnvs:
+class SokobanEnvs(_Closable):
     """verl-agent's ``SokobanMultiProcessEnv`` on envrl's engine: ``env_num * group_n`` rooms."""
 
     def __init__(
@@ -308,13 +390,8 @@ class SokobanEnvs:
             raise ValueError(
                 f"mode {mode!r}: envrl's Sokoban is text only; use mode='tiny_rgb_array'"
             )
-        env_kwargs = dict(env_kwargs or {})
-        unknown = sorted(set(env_kwargs) - set(_SOKOBAN_KWARGS))
-        if unknown:
-            raise ValueError(
-                f"unknown env_kwargs {unknown}; expected some of: {', '.join(_SOKOBAN_KWARGS)}"
-            )
-        self.is_train = bool(is_train)
+        env_kwargs = _checked_kwargs(env_kwargs, _SOKOBAN_KWARGS, "Sokoban")
+        self.is_train = _checked_sizes(is_train, env_num=env_num, group_n=group_n)
         self.group_n = group_n
         self.env_num = env_num
         self.num_processes = env_num * group_n
@@ -328,11 +405,6 @@ class SokobanEnvs:
             "search_depth": int(env_kwargs.get("search_depth", 300)),
         }
         self._envs = [SokobanEnv(**kwargs) for _ in range(self.num_processes)]
-        self._closed = False
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("these environments are closed")
 
     def reset(self) -> Tuple[List[str], List[Dict[str, Any]]]:
         self._check_open()
@@ -356,14 +428,12 @@ class SokobanEnvs:
         return obs, rewards, dones, infos
 
     def render(self, mode: str = "tiny_rgb_array", env_idx: Optional[int] = None):
+        self._check_open()
         if mode != "tiny_rgb_array":
             raise ValueError(f"mode {mode!r}: envrl's Sokoban renders text only")
         if env_idx is not None:
             return self._envs[env_idx].render()
         return [env.render() for env in self._envs]
-
-    def close(self) -> None:
-        self._closed = True
 
 
 def build_sokoban_envs(
