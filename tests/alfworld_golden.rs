@@ -146,10 +146,13 @@ fn runs_hold_out_the_configured_split() {
                 .with_overrides(&[
                     "tasks.train=2".into(),
                     "tasks.eval=100".into(),
-                    format!("tasks.eval_split={split}"),
+                    format!("env.eval_split={split}"),
                 ])
                 .unwrap();
-        envrl_examples::run::alfworld_from(&config, Some(data.clone())).unwrap()
+        let envrl_examples::run::EnvConfig::Alfworld(settings) = &config.env else {
+            unreachable!()
+        };
+        envrl_examples::run::alfworld_from(settings, &config.facts(), Some(data.clone())).unwrap()
     };
     // The preset plays `pick` games: 8 valid_unseen and 34 valid_seen task folders.
     let unseen = setup("valid_unseen");
@@ -162,7 +165,7 @@ fn runs_hold_out_the_configured_split() {
     assert!(source.ends_with("valid_seen (35)"), "{source}");
     let err = envrl_examples::run::RunConfig::cpu_tiny(envrl_examples::run::EnvName::Alfworld)
         .unwrap()
-        .with_overrides(&["tasks.eval_split=test".into()])
+        .with_overrides(&["env.eval_split=test".into()])
         .unwrap_err();
     assert!(format!("{err:#}").contains("valid_seen"), "{err:#}");
 }

@@ -5,6 +5,7 @@ use std::str::FromStr;
 
 use anyhow::{Result, bail};
 use burn::tensor::{Device, FloatDType};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 
 /// The float type of a model's weights, activations, caches and gradients (`--dtype`, the
@@ -155,6 +156,39 @@ fn cuda(i: usize) -> Result<Device> {
 #[cfg(not(feature = "cuda"))]
 fn cuda(_: usize) -> Result<Device> {
     bail!("device `cuda:N` needs the `cuda` feature: rebuild with `--features cuda`")
+}
+
+/// The device a command runs its model on, and the model's float type.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct DeviceArgs {
+    /// Device: cpu, tch-cpu, tch-cuda:N, wgpu or cuda:N (the last three need the Cargo
+    /// feature of the same backend).
+    #[arg(long, default_value = "cpu", value_parser = parse_device)]
+    pub device: DeviceName,
+    /// Float type of the weights, activations and gradients [default: f32, or the run
+    /// config's `dtype`].
+    #[arg(long, value_enum)]
+    pub dtype: Option<DType>,
+}
+
+fn parse_device(name: &str) -> Result<DeviceName, String> {
+    name.parse::<DeviceName>()
+        .map_err(|e| format!("{e} ({DEVICE_HELP})"))
+}
+
+impl DeviceArgs {
+    /// The float type: `--dtype`, else `default`.
+    pub fn dtype_or(self, default: DType) -> DType {
+        self.dtype.unwrap_or(default)
+    }
+
+    /// The device, configured for `--dtype` (f32 without it).
+    ///
+    /// # Errors
+    /// As [`DeviceName::device`].
+    pub fn device(self) -> Result<Device> {
+        self.device.device(self.dtype_or(DType::F32))
+    }
 }
 
 #[cfg(test)]

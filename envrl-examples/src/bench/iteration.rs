@@ -1,11 +1,10 @@
 //! `envrl bench iteration`: what one training iteration of a run's config costs, and where the
 //! time goes (rollout, update), from the run's own metrics.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use envrl::{IterationMetrics, metric_names as names};
 
-use crate::cli::TrainArgs;
-use crate::run::{RunMode, read_metrics};
+use crate::run::{RunConfig, RunMode, RunOptions, read_metrics};
 
 /// The timings of one iteration, from its metrics.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -75,18 +74,16 @@ impl IterationCost {
     }
 }
 
-/// Runs the iterations in a scratch directory (removed afterwards unless `--output-dir` names
-/// one) and prints each iteration's breakdown and their mean.
+/// Runs `iterations` iterations of `config` into `options.output_dir` (without evaluations or
+/// checkpoints) and prints each iteration's breakdown and their mean.
 ///
 /// # Errors
 /// As `envrl train`, or when the metrics lack a timing.
-pub fn bench_iteration(args: TrainArgs) -> Result<()> {
-    let scratch = tempfile::Builder::new()
-        .prefix("envrl-bench-iteration-")
-        .tempdir()
-        .context("creating a scratch run directory")?;
-    let iterations = args.iterations_flag().unwrap_or(2);
-    let (mut config, mut options) = args.into_run(|_| scratch.path().join("run"))?;
+pub fn bench_iteration(
+    mut config: RunConfig,
+    mut options: RunOptions,
+    iterations: usize,
+) -> Result<()> {
     if options.mode != RunMode::Train {
         bail!("`envrl bench iteration` times RL iterations: --warm-start-only does not apply");
     }

@@ -14,8 +14,7 @@ use envrl::{BehaviourCloning, RolloutWeights, SamplingParams, ScoreRow};
 use envrl_algos::{CausalLm, LmConfig, Pretrained, read_hf_config};
 
 use super::bandwidth;
-use crate::cli::DeviceArgs;
-use crate::device::DType;
+use crate::device::{DType, DeviceArgs};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
 use crate::bench::{GenerateBench, TrainBench};
@@ -84,7 +84,16 @@ impl BenchArgs {
             } => crate::bench::bench_sokoban(&python, &verl_agent, seconds),
             BenchWhat::Generate(bench) => crate::bench::bench_generate(&bench),
             BenchWhat::Train(bench) => crate::bench::bench_train(&bench),
-            BenchWhat::Iteration(train) => crate::bench::bench_iteration(train),
+            BenchWhat::Iteration(train) => {
+                // A scratch run directory, removed afterwards unless `--output-dir` names one.
+                let scratch = tempfile::Builder::new()
+                    .prefix("envrl-bench-iteration-")
+                    .tempdir()
+                    .context("creating a scratch run directory")?;
+                let iterations = train.iterations_flag().unwrap_or(2);
+                let (config, options) = train.into_run(|_| scratch.path().join("run"))?;
+                crate::bench::bench_iteration(config, options, iterations)
+            }
         }
     }
 }

@@ -53,7 +53,7 @@ impl EvalArgs {
             return self.evaluate_model(model);
         }
         let config = RunConfig::from_toml_file(&self.output_dir.join("config.toml"))?;
-        if config.env != self.env {
+        if config.env.name() != self.env {
             bail!(
                 "{} is a `{}` run, not `{}`",
                 self.output_dir.display(),
@@ -80,12 +80,11 @@ impl EvalArgs {
 
     /// `--model`: the config from --config or --preset, the model from --model.
     fn evaluate_model(self, model: ModelSource) -> Result<()> {
-        let mut overrides = self.overrides.clone();
-        if let Some(split) = &self.split {
-            overrides.push(format!("tasks.eval_split={split}"));
-        }
         let mut config = RunConfig::from_flags(self.config.as_deref(), self.preset, self.env)?
-            .with_overrides(&overrides)?;
+            .with_overrides(&self.overrides)?;
+        if let Some(split) = &self.split {
+            config.env = config.env.with_eval_split(split)?;
+        }
         config.model = model;
         // The model is evaluated as it is: no adapters on top of it.
         config.lora.rank = 0;

@@ -14,10 +14,9 @@ mod webshop;
 pub(crate) use train::TrainArgs;
 
 use anyhow::Result;
-use burn::tensor::Device;
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
-use crate::device::{DEVICE_HELP, DType, DeviceName};
+pub use crate::device::DeviceArgs;
 
 /// Train and evaluate LLM agents with EnvRL.
 #[derive(Parser)]
@@ -70,42 +69,10 @@ impl Cli {
     }
 }
 
-/// The device a command runs its model on, and the model's float type.
-#[derive(Args, Debug, Clone, Copy)]
-pub struct DeviceArgs {
-    /// Device: cpu, tch-cpu, tch-cuda:N, wgpu or cuda:N (the last three need the Cargo
-    /// feature of the same backend).
-    #[arg(long, default_value = "cpu", value_parser = parse_device)]
-    pub device: DeviceName,
-    /// Float type of the weights, activations and gradients [default: f32, or the run
-    /// config's `dtype`].
-    #[arg(long, value_enum)]
-    pub dtype: Option<DType>,
-}
-
-fn parse_device(name: &str) -> Result<DeviceName, String> {
-    name.parse::<DeviceName>()
-        .map_err(|e| format!("{e} ({DEVICE_HELP})"))
-}
-
-impl DeviceArgs {
-    /// The float type: `--dtype`, else `default`.
-    pub fn dtype_or(self, default: DType) -> DType {
-        self.dtype.unwrap_or(default)
-    }
-
-    /// The device, configured for `--dtype` (f32 without it).
-    ///
-    /// # Errors
-    /// As [`DeviceName::device`].
-    pub fn device(self) -> Result<Device> {
-        self.device.device(self.dtype_or(DType::F32))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::{DType, DeviceName};
     use clap::CommandFactory;
 
     #[test]

@@ -6,11 +6,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use envrl::TrainerConfig;
 use envrl_algos::{AdvantageConfig, AlgorithmConfig, AuxConfig, LmConfig};
-use envrl_envs::PromptStyle;
 use serde::{Deserialize, Serialize};
 
 use crate::device::DType;
-use crate::run::envs::EnvName;
+use crate::run::envs::{EnvConfig, EnvName, RunFacts, TasksConfig};
 use crate::run::presets::Preset;
 
 /// Where fetched registry models live: `$ENVRL_MODELS`, else `~/.cache/envrl-models`.
@@ -157,36 +156,6 @@ impl Default for WarmupConfig {
     }
 }
 
-/// How many tasks the run trains and evaluates on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TasksConfig {
-    /// Training tasks (generated games, goals, worlds).
-    pub train: usize,
-    /// Held-out evaluation tasks.
-    pub eval: usize,
-    /// ALFWorld task types to train and evaluate on, by short name (`pick`, `look`, `clean`,
-    /// `heat`, `cool`, `pick2`); empty for all six.
-    pub types: Vec<String>,
-    /// ALFWorld's held-out split when `ALFWORLD_DATA` is set: `valid_unseen` (the default, the
-    /// paper's) or `valid_seen`.
-    pub eval_split: String,
-}
-
-/// The held-out splits `tasks.eval_split` accepts.
-pub const EVAL_SPLITS: [&str; 2] = ["valid_unseen", "valid_seen"];
-
-impl Default for TasksConfig {
-    fn default() -> Self {
-        Self {
-            train: 200,
-            eval: 60,
-            types: Vec::new(),
-            eval_split: EVAL_SPLITS[0].to_string(),
-        }
-    }
-}
-
 /// LoRA fine-tuning: trainable low-rank adapters on the attention and MLP projections, every
 /// other parameter frozen (`CausalLm::with_lora`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -211,18 +180,14 @@ impl Default for LoraConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunConfig {
-    /// The environment.
-    pub env: EnvName,
+    /// The environment and its own settings (`[env] name = "alfworld"`, …).
+    pub env: EnvConfig,
     /// The preset this config started from: a `--config` file overlays it, so fields the file
     /// leaves out come from the preset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<Preset>,
     /// The model.
     pub model: ModelSource,
-    /// The ALFWorld or WebShop prompt's wording: `verl-agent` (the paper's templates, the
-    /// default) or `compact` (the same facts in fewer tokens, for the from-scratch model).
-    #[serde(default)]
-    pub prompt: PromptStyle,
     /// Sizes of the tiny model.
     #[serde(default)]
     pub tiny: TinyModelConfig,
@@ -257,15 +222,37 @@ impl RunConfig {
     /// # Errors
     /// Never for the built-in tables (the tests build every preset).
     pub fn cpu_tiny(env: EnvName) -> Result<Self> {
-        Preset::CpuTiny.config(env)
+        Self::preset(Preset::CpuTiny, env)
     }
 
-    /// A preset's config for an environment ([`Preset::config`]).
+    /// A preset's config for an environment: the preset's table, then the environment's
+    /// changes ([`EnvName::preset_delta`]).
     ///
     /// # Errors
     /// Never for the built-in tables (the tests build every preset).
     pub fn preset(preset: Preset, env: EnvName) -> Result<Self> {
-        preset.config(env)
+        let models = models_dir().display().to_string();
+        let mut tree: toml::Value = toml::from_str(&preset.table().replace("{models}", &models))
+            .with_context(|| format!("the `{preset}` preset's table"))?;
+        let table = tree
+            .as_table_mut()
+            .context("a preset's table is a TOML table")?;
+        table.insert("env".into(), toml::Value::try_from(env.default_config())?);
+        table.insert("preset".into(), toml::Value::try_from(preset)?);
+        let delta: toml::Value = toml::from_str(env.preset_delta(preset))
+            .with_context(|| format!("{env}'s changes to the `{preset}` preset"))?;
+        overlay(&mut tree, delta);
+        tree.try_into()
+            .with_context(|| format!("the `{preset}` preset for {env}"))
+    }
+
+    /// What the environment's set-up reads of the run besides its own settings.
+    pub fn facts(&self) -> RunFacts {
+        RunFacts {
+            tasks: self.tasks,
+            seed: self.trainer.seed,
+            max_steps: self.trainer.max_steps,
+        }
     }
 
     /// What `--config` and `--preset` say for `env`: the file over its preset, else the preset
@@ -278,7 +265,7 @@ impl RunConfig {
             Some(path) => Self::from_toml_file_over(path, preset, env)?,
             None => Self::preset(preset.unwrap_or(Preset::CpuTiny), env)?,
         };
-        if config.env != env {
+        if config.env.name() != env {
             anyhow::bail!("the config is for `{}`, not `{env}`", config.env);
         }
         Ok(config)
@@ -322,12 +309,7 @@ impl RunConfig {
             (None, Some(named)) => named,
             (None, None) => Preset::CpuTiny,
         };
-        let env = match field("env")? {
-            Some(name) => name
-                .parse()
-                .with_context(|| format!("config file {}", path.display()))?,
-            None => env,
-        };
+        let env = env_named(&file, path)?.unwrap_or(env);
         let mut merged = toml::Value::try_from(Self::preset(preset, env)?)?;
         overlay(&mut merged, toml::Value::Table(file));
         let config: Self = merged
@@ -344,15 +326,19 @@ impl RunConfig {
     pub fn from_toml_file(path: &Path) -> Result<Self> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let config: Self =
+        let file: toml::Table =
             toml::from_str(&text).with_context(|| format!("config file {}", path.display()))?;
+        env_named(&file, path)?;
+        let config: Self = toml::Value::Table(file)
+            .try_into()
+            .with_context(|| format!("config file {}", path.display()))?;
         config.validate()?;
         Ok(config)
     }
 
     /// Checks what the types do not: names inside fields and the trainer's values.
     pub(crate) fn validate(&self) -> Result<()> {
-        self.env.check(self)?;
+        self.env.check(&self.facts())?;
         if self.lora.rank > 0 && !(self.lora.alpha.is_finite() && self.lora.alpha > 0.0) {
             bail!(
                 "lora.alpha must be a positive number, got {}",
@@ -482,6 +468,33 @@ impl RunConfig {
     }
 }
 
+/// The environment a config file names in its `[env]` table (`name = "…"`), if it names one.
+///
+/// # Errors
+/// When the name is unknown, or the file uses the form before environments had settings
+/// (`env = "alfworld"`).
+fn env_named(file: &toml::Table, path: &Path) -> Result<Option<EnvName>> {
+    let name = match file.get("env") {
+        None => return Ok(None),
+        Some(toml::Value::String(name)) => bail!(
+            "config file {}: `env = \"{name}\"` is the old form; write `[env]` with \
+             `name = \"{name}\"` and the environment's settings (prompt, types, eval_split move \
+             there; scripts/migrate-run-configs.py rewrites a file)",
+            path.display()
+        ),
+        Some(toml::Value::Table(table)) => match table.get("name") {
+            None => return Ok(None),
+            Some(name) => name.as_str().with_context(|| {
+                format!("config file {}: `env.name` is not a string", path.display())
+            })?,
+        },
+        Some(_) => bail!("config file {}: `env` is not a table", path.display()),
+    };
+    name.parse()
+        .map(Some)
+        .with_context(|| format!("config file {}", path.display()))
+}
+
 /// Replaces every value of `base` that `top` gives, table by table (lists are replaced whole).
 ///
 /// A table tagged by `name` (an estimator, an objective) that `top` names differently is another
@@ -537,45 +550,103 @@ mod tests {
     }
 
     #[test]
-    fn only_the_from_scratch_presets_narrow_the_task_types_and_the_prompt() {
-        let tiny = RunConfig::cpu_tiny(Alfworld).unwrap();
-        assert_eq!(tiny.tasks.types, ["pick"]);
-        assert_eq!(tiny.prompt, PromptStyle::Compact);
-        assert_eq!(
-            RunConfig::cpu_tiny(Webshop).unwrap().prompt,
-            PromptStyle::Compact
-        );
-        for env in [Alfworld, Webshop] {
-            for preset in [Preset::Smollm2_135m, Preset::Paper1_5b] {
+    fn every_preset_builds_for_every_environment_and_validates() {
+        for preset in Preset::ALL {
+            for &env in EnvName::ALL {
                 let config = RunConfig::preset(preset, env).unwrap();
-                assert!(config.tasks.types.is_empty(), "{preset}");
-                assert_eq!(config.prompt, PromptStyle::VerlAgent, "{preset} {env}");
+                assert_eq!((config.env.name(), config.preset), (env, Some(preset)));
+                config.validate().unwrap();
             }
         }
+    }
+
+    /// ALFWorld's settings in a config.
+    fn alfworld(config: &RunConfig) -> &crate::run::envs::alfworld::AlfworldSettings {
+        match &config.env {
+            EnvConfig::Alfworld(settings) => settings,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_the_from_scratch_presets_narrow_the_task_types_and_the_prompt() {
+        use envrl_envs::PromptStyle;
+        let tiny = RunConfig::cpu_tiny(Alfworld).unwrap();
+        assert_eq!(alfworld(&tiny).types, ["pick"]);
+        assert_eq!(alfworld(&tiny).prompt, PromptStyle::Compact);
+        let EnvConfig::Webshop(shop) = RunConfig::cpu_tiny(Webshop).unwrap().env else {
+            panic!()
+        };
+        assert_eq!(shop.prompt, PromptStyle::Compact);
+        for preset in [Preset::Smollm2_135m, Preset::Paper1_5b] {
+            let config = RunConfig::preset(preset, Alfworld).unwrap();
+            assert!(alfworld(&config).types.is_empty(), "{preset}");
+            assert_eq!(alfworld(&config).prompt, PromptStyle::VerlAgent, "{preset}");
+        }
+        // The corridor has no prompt setting: the field is unknown there.
         let err = RunConfig::cpu_tiny(Keydoor)
             .unwrap()
-            .with_overrides(&["prompt=compact".into()])
+            .with_overrides(&["env.prompt=compact".into()])
             .unwrap_err();
         assert!(
-            format!("{err:#}").contains("keydoor has one prompt"),
+            format!("{err:#}").contains("unknown field `prompt`"),
             "{err:#}"
         );
         let err = RunConfig::cpu_tiny(Alfworld)
             .unwrap()
-            .with_overrides(&["prompt=short".into()])
+            .with_overrides(&["env.prompt=short".into()])
             .unwrap_err();
         // The enum's variants, listed by serde.
         assert!(
             format!("{err:#}").contains("`verl-agent` or `compact`"),
             "{err:#}"
         );
+        let err = RunConfig::cpu_tiny(Alfworld)
+            .unwrap()
+            .with_overrides(&["env.types=[\"fly\"]".into()])
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("unknown ALFWorld task type `fly`"),
+            "{err:#}"
+        );
+    }
+
+    #[test]
+    fn a_file_names_its_environment_in_env_and_the_old_form_says_how_to_migrate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        // Another environment's table replaces the preset's whole: its own defaults.
+        std::fs::write(&path, "[env]\nname = \"sokoban\"\nboxes = 2\n").unwrap();
+        let config = RunConfig::from_toml_file_over(&path, None, Alfworld).unwrap();
+        let EnvConfig::Sokoban(rooms) = &config.env else {
+            panic!("{:?}", config.env)
+        };
+        assert_eq!((rooms.boxes, rooms.rows), (2, 6));
+        // Settings without a name are the given environment's, over its preset.
+        std::fs::write(&path, "[env]\neval_split = \"valid_seen\"\n").unwrap();
+        let config = RunConfig::from_toml_file_over(&path, None, Alfworld).unwrap();
+        assert_eq!(alfworld(&config).eval_split, "valid_seen");
+        assert_eq!(alfworld(&config).types, ["pick"]);
+        std::fs::write(&path, "[env]\nname = \"alfworld\"\nsplit = \"x\"\n").unwrap();
+        let err = RunConfig::from_toml_file_over(&path, None, Alfworld).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("unknown field `split`"),
+            "{err:#}"
+        );
+        std::fs::write(&path, "env = \"alfworld\"\n").unwrap();
+        for err in [
+            RunConfig::from_toml_file_over(&path, None, Alfworld).unwrap_err(),
+            RunConfig::from_toml_file(&path).unwrap_err(),
+        ] {
+            assert!(format!("{err:#}").contains("old form"), "{err:#}");
+        }
     }
 
     #[test]
     fn worlds_state_their_example_budgets_and_action_forms_and_configs_do_not() {
         let info = |env: EnvName| {
             let config = RunConfig::cpu_tiny(env).unwrap();
-            env.setup(&config).unwrap().world.info
+            config.env.setup(&config.facts()).unwrap().world.info
         };
         let webshop = info(Webshop);
         assert_eq!(
@@ -688,7 +759,11 @@ mod tests {
     fn a_partial_config_file_overlays_its_preset() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
-        std::fs::write(&path, "env = \"alfworld\"\n[trainer]\niterations = 3\n").unwrap();
+        std::fs::write(
+            &path,
+            "[env]\nname = \"alfworld\"\n[trainer]\niterations = 3\n",
+        )
+        .unwrap();
         let config = RunConfig::from_toml_file_over(&path, None, Keydoor).unwrap();
         let preset = RunConfig::preset(Preset::CpuTiny, Alfworld).unwrap();
         // The missing fields are the preset's, not the library defaults (150 iterations, …).
@@ -696,7 +771,11 @@ mod tests {
         assert_eq!(config.trainer.learning_rate, preset.trainer.learning_rate);
         assert_eq!(config.warmup, preset.warmup);
         // A preset named in the file is used; another one given with it is an error.
-        std::fs::write(&path, "env = \"alfworld\"\npreset = \"smollm2-135m\"\n").unwrap();
+        std::fs::write(
+            &path,
+            "preset = \"smollm2-135m\"\n[env]\nname = \"alfworld\"\n",
+        )
+        .unwrap();
         let config = RunConfig::from_toml_file_over(&path, None, Alfworld).unwrap();
         assert_eq!(config.trainer.micro_batch_rows, 2);
         let err =
@@ -740,7 +819,7 @@ mod tests {
         );
         // Names inside a config file: the error lists what the enum has.
         for (set, expected) in [
-            ("env=\"minecraft\"", "alfworld"),
+            ("env.name=\"minecraft\"", "alfworld"),
             ("dtype=\"f8\"", "bf16"),
             ("preset=\"cpu-huge\"", "smollm2-135m"),
         ] {

@@ -28,10 +28,12 @@ use envrl_algos::recipe::TrainerRecipe;
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub use compare::{FinishedRun, compare, comparison_markdown};
-pub use config::{ModelSource, RunConfig, TasksConfig, TinyModelConfig, WarmupConfig, models_dir};
+pub use config::{ModelSource, RunConfig, TinyModelConfig, WarmupConfig, models_dir};
 pub use corpus::TextCollector;
 pub use envs::alfworld::setup_from as alfworld_from;
-pub use envs::{EnvName, EnvSetup, ProgramEnv, Reporting, TaskScores};
+pub use envs::{
+    EnvConfig, EnvName, EnvSetup, ProgramEnv, Reporting, RunFacts, TaskScores, TasksConfig,
+};
 pub use export::{checkpoint_to_export, export_run};
 pub use presets::Preset;
 pub use report::{
@@ -103,7 +105,7 @@ pub fn train(config: &RunConfig, options: &RunOptions) -> Result<RunSummary> {
     if options.mode == RunMode::WarmStartOnly {
         check_warm_start_only(config, options)?;
     }
-    let setup = config.env.setup(config)?;
+    let setup = config.env.setup(&config.facts())?;
     Run {
         config,
         options,
@@ -178,7 +180,7 @@ pub fn evaluate(
     split: Option<&str>,
 ) -> Result<RunSummary> {
     if let Some(split) = split {
-        config = config.env.with_eval_split(config, split)?;
+        config.env = config.env.with_eval_split(split)?;
     }
     let options = RunOptions {
         resume: true,

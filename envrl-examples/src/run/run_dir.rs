@@ -24,7 +24,7 @@ const MAY_CHANGE: [&str; 6] = [
     "trainer.eval_every",
     "trainer.checkpoint_every",
     "trainer.keep_checkpoints",
-    "tasks.eval_split",
+    "env.eval_split",
 ];
 
 /// A fresh run directory's name when none is given: `runs/<env>__<estimator>__<seed>__<time>`,
@@ -32,7 +32,7 @@ const MAY_CHANGE: [&str; 6] = [
 /// default).
 pub fn default_run_dir(config: &RunConfig, unix_time: u64) -> PathBuf {
     run_dir_named(
-        config.env.name(),
+        config.env.name().name(),
         config.algorithm.advantage.name(),
         config.trainer.seed,
         unix_time,

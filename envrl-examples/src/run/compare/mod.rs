@@ -274,7 +274,10 @@ pub fn compare(
         .iter()
         .map(|d| FinishedRun::load(d, split))
         .collect::<Result<_>>()?;
-    if let Some(other) = runs.iter().find(|r| r.config.env != runs[0].config.env) {
+    if let Some(other) = runs
+        .iter()
+        .find(|r| r.config.env.name() != runs[0].config.env.name())
+    {
         bail!(
             "{} is a {} run and {} a {} run: compare runs of one environment at a time",
             runs[0].dir.display(),
@@ -481,7 +484,7 @@ mod tests {
         let b = fake_run(root.path(), "none", 1, &[t, t]);
         // Another environment's run is not a seed of the same arm.
         let mut config = RunConfig::from_toml_file(&b.join("config.toml")).unwrap();
-        config.env = crate::run::EnvName::Webshop;
+        config.env = crate::run::EnvName::Webshop.default_config();
         std::fs::write(b.join("config.toml"), config.to_toml().unwrap()).unwrap();
         let out = root.path().join("out");
         let err = compare(&[a.clone(), b.clone()], &out, None, None).unwrap_err();

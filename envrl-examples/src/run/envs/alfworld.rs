@@ -3,95 +3,135 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use envrl::World;
+use envrl_envs::PromptStyle;
 use envrl_envs::alfworld::{
     AlfWorld, AlfworldData, AlfworldProjection, AlfworldPrompt, Game, GameGenerator, Split,
     TaskType, search_demonstrations,
 };
+use serde::{Deserialize, Serialize};
 
-use super::{EnvSetup, ProgramEnv, Reporting};
-use crate::run::config::{EVAL_SPLITS, RunConfig};
+use super::{EnvSetup, ProgramEnv, Reporting, RunFacts};
 use crate::run::presets::Preset;
+
+/// The held-out splits `eval_split` accepts.
+pub const EVAL_SPLITS: [&str; 2] = ["valid_unseen", "valid_seen"];
+
+/// ALFWorld's settings: `[env] name = "alfworld"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AlfworldSettings {
+    /// The prompt's wording: `verl-agent` (the paper's template, the default) or `compact`
+    /// (the same facts in fewer tokens, for the from-scratch model).
+    pub prompt: PromptStyle,
+    /// Task types to train and evaluate on, by short name (`pick`, `look`, `clean`, `heat`,
+    /// `cool`, `pick2`); empty for all six.
+    pub types: Vec<String>,
+    /// The held-out split when `ALFWORLD_DATA` is set: `valid_unseen` (the default, the
+    /// paper's) or `valid_seen`.
+    pub eval_split: String,
+}
+
+impl Default for AlfworldSettings {
+    fn default() -> Self {
+        Self {
+            prompt: PromptStyle::default(),
+            types: Vec::new(),
+            eval_split: EVAL_SPLITS[0].to_string(),
+        }
+    }
+}
+
+impl AlfworldSettings {
+    /// The task types, parsed.
+    ///
+    /// # Errors
+    /// When a type is unknown, naming the known ones.
+    pub fn task_types(&self) -> Result<Vec<TaskType>> {
+        self.types
+            .iter()
+            .map(|name| {
+                TaskType::from_name(name).with_context(|| {
+                    format!(
+                        "unknown ALFWorld task type `{name}` in env.types; expected some of: {}",
+                        TaskType::ALL.map(TaskType::short_name).join(", ")
+                    )
+                })
+            })
+            .collect()
+    }
+}
 
 /// ALFWorld's registration ([`ProgramEnv`]).
 pub struct AlfworldProgram;
 
 impl ProgramEnv for AlfworldProgram {
-    fn setup(config: &RunConfig) -> Result<EnvSetup> {
-        setup(config)
+    type Settings = AlfworldSettings;
+
+    fn setup(settings: &AlfworldSettings, run: &RunFacts) -> Result<EnvSetup> {
+        setup_from(
+            settings,
+            run,
+            std::env::var_os("ALFWORLD_DATA").map(PathBuf::from),
+        )
     }
 
-    /// `tasks.eval_split` names one of ALFWorld's held-out splits.
-    fn check(config: &RunConfig) -> Result<()> {
-        let split = &config.tasks.eval_split;
+    /// `eval_split` names one of ALFWorld's held-out splits, `types` known task types.
+    fn check(settings: &AlfworldSettings, _run: &RunFacts) -> Result<()> {
+        let split = &settings.eval_split;
         if !EVAL_SPLITS.contains(&split.as_str()) {
-            anyhow::bail!(
-                "unknown tasks.eval_split `{split}`; expected one of: {}",
+            bail!(
+                "unknown env.eval_split `{split}`; expected one of: {}",
                 EVAL_SPLITS.join(", ")
             );
         }
-        Ok(())
+        settings.task_types().map(drop)
     }
 
     /// `valid_seen` or `valid_unseen` of the real data set (`ALFWORLD_DATA`).
-    fn with_eval_split(config: RunConfig, split: &str) -> Result<RunConfig> {
+    fn with_eval_split(settings: AlfworldSettings, split: &str) -> Result<AlfworldSettings> {
         if std::env::var_os("ALFWORLD_DATA").is_none() {
-            anyhow::bail!(
-                "--split chooses among ALFWorld's real splits: it needs ALFWORLD_DATA"
-            );
+            bail!("--split chooses among ALFWorld's real splits: it needs ALFWORLD_DATA");
         }
-        config.with_overrides(&[format!("tasks.eval_split={split}")])
+        let settings = AlfworldSettings {
+            eval_split: split.to_string(),
+            ..settings
+        };
+        Self::check(&settings, &RunFacts::default()).map(|()| settings)
     }
 
     fn preset_delta(preset: Preset) -> &'static str {
         match preset {
-            // The from-scratch model plays `pick` games: the other five types need more
-            // skills each.
-            Preset::CpuTiny => "[tasks]\ntypes = [\"pick\"]\n",
+            // The from-scratch model plays `pick` games (the other five types need more skills
+            // each), with the compact prompt.
+            Preset::CpuTiny => "[env]\nprompt = \"compact\"\ntypes = [\"pick\"]\n",
             Preset::Smollm2_135m | Preset::Paper1_5b => "",
         }
     }
 }
 
-/// ALFWorld: generated games, or the real train games and `tasks.eval_split` (valid_unseen by
-/// default) when `ALFWORLD_DATA` is set.
-///
-/// # Errors
-/// When `ALFWORLD_DATA` is set but cannot be read.
-pub fn setup(config: &RunConfig) -> Result<EnvSetup> {
-    setup_from(config, std::env::var_os("ALFWORLD_DATA").map(PathBuf::from))
-}
-
-/// ALFWorld on the data set in `data` (an `ALFWORLD_DATA` directory), or on generated games
-/// when `None`.
+/// ALFWorld on the data set in `data` (an `ALFWORLD_DATA` directory: its train games and
+/// `eval_split`), or on generated games when `None`.
 ///
 /// # Errors
 /// When `data` cannot be read or a task type is unknown.
-pub fn setup_from(config: &RunConfig, data: Option<PathBuf>) -> Result<EnvSetup> {
-    let types = config
-        .tasks
-        .types
-        .iter()
-        .map(|name| {
-            TaskType::from_name(name).with_context(|| {
-                format!(
-                    "unknown ALFWorld task type `{name}` in tasks.types; expected some of: {}",
-                    TaskType::ALL.map(TaskType::short_name).join(", ")
-                )
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+pub fn setup_from(
+    settings: &AlfworldSettings,
+    run: &RunFacts,
+    data: Option<PathBuf>,
+) -> Result<EnvSetup> {
+    let types = settings.task_types()?;
     let (games, train, source): (Vec<Arc<Game>>, usize, String) = match data {
         Some(dir) => {
             let data = AlfworldData::open(&dir)?;
             let mut train = data.games(Split::Train, &types)?;
-            train.truncate(config.tasks.train);
-            let split = Split::from_folder(&config.tasks.eval_split).with_context(|| {
-                format!("unknown tasks.eval_split `{}`", config.tasks.eval_split)
+            train.truncate(run.tasks.train);
+            let split = Split::from_folder(&settings.eval_split).with_context(|| {
+                format!("unknown env.eval_split `{}`", settings.eval_split)
             })?;
             let mut eval = data.games(split, &types)?;
-            eval.truncate(config.tasks.eval);
+            eval.truncate(run.tasks.eval);
             let n = train.len();
             let mut games = data.load(&train)?;
             games.extend(data.load(&eval)?);
@@ -106,33 +146,33 @@ pub fn setup_from(config: &RunConfig, data: Option<PathBuf>) -> Result<EnvSetup>
             )
         }
         None => {
-            let n = (config.tasks.train + config.tasks.eval) as u64;
-            let generator = GameGenerator::new(config.trainer.seed);
+            let n = (run.tasks.train + run.tasks.eval) as u64;
+            let generator = GameGenerator::new(run.seed);
             let games = generator.generate_many_of_types(&types, n);
             (
                 games,
-                config.tasks.train,
+                run.tasks.train,
                 format!(
                     "generated games (seed {}{}): {} train, {} held out",
-                    config.trainer.seed,
+                    run.seed,
                     if types.is_empty() {
                         String::new()
                     } else {
-                        format!(", types {}", config.tasks.types.join(" "))
+                        format!(", types {}", settings.types.join(" "))
                     },
-                    config.tasks.train,
-                    config.tasks.eval
+                    run.tasks.train,
+                    run.tasks.eval
                 ),
             )
         }
     };
     let games = Arc::new(games);
-    let max_steps = config.trainer.max_steps as u32;
-    let seed = config.trainer.seed;
+    let max_steps = run.max_steps as u32;
+    let seed = run.seed;
     let env_games = games.clone();
     let demo_games = games.clone();
     let label_games = games.clone();
-    let prompt = AlfworldPrompt::with_style(config.prompt);
+    let prompt = AlfworldPrompt::with_style(settings.prompt);
     let make_env = move || AlfWorld::new(env_games.clone()).with_max_steps(max_steps);
     let world = World::new(make_env, prompt, AlfworldProjection).with_tasks(
         (0..train as u64).collect(),

@@ -1,14 +1,28 @@
 //! The key-and-door world in `envrl train`: a corridor of rooms, a key and a door.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use envrl::{ActionForm, Demonstration, ScoreRow, World};
 use envrl_envs::keydoor::{KeyDoor, KeyDoorProjection, KeyDoorPrompt};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
-use super::{EnvSetup, ProgramEnv, Reporting};
-use crate::run::config::RunConfig;
+use super::{EnvSetup, ProgramEnv, Reporting, RunFacts};
 use crate::run::presets::Preset;
+
+/// The key-and-door world's settings: `[env] name = "keydoor"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KeyDoorSettings {
+    /// Rooms in the corridor (2 to 6).
+    pub rooms: usize,
+}
+
+impl Default for KeyDoorSettings {
+    fn default() -> Self {
+        Self { rooms: 4 }
+    }
+}
 
 /// Evaluation tasks start here, far from the training ids (held-out seeds).
 pub const EVAL_TASK_OFFSET: u64 = 1_000_000;
@@ -20,17 +34,22 @@ pub struct KeyDoorProgram;
 const SMALL_WORLD: &str = "[tasks]\ntrain = 1000\neval = 1000\n[trainer]\nmax_steps = 12\ncheckpoint_every = 5\n";
 
 impl ProgramEnv for KeyDoorProgram {
-    fn setup(config: &RunConfig) -> Result<EnvSetup> {
-        Ok(setup(config))
+    type Settings = KeyDoorSettings;
+
+    fn setup(settings: &KeyDoorSettings, run: &RunFacts) -> Result<EnvSetup> {
+        Self::check(settings, run)?;
+        Ok(corridor(Corridor {
+            rooms: settings.rooms,
+            max_steps: run.max_steps,
+            seed: run.seed,
+            train_tasks: run.tasks.train as u64,
+            eval_tasks: run.tasks.eval as u64,
+        }))
     }
 
-    /// The corridor has one prompt.
-    fn check(config: &RunConfig) -> Result<()> {
-        if config.prompt != envrl_envs::PromptStyle::default() {
-            anyhow::bail!(
-                "prompt `{}` is for alfworld, webshop and sokoban; keydoor has one prompt",
-                config.prompt.name()
-            );
+    fn check(settings: &KeyDoorSettings, _run: &RunFacts) -> Result<()> {
+        if !(2..=6).contains(&settings.rooms) {
+            bail!("env.rooms = {}: a corridor has 2 to 6 rooms", settings.rooms);
         }
         Ok(())
     }
@@ -38,8 +57,7 @@ impl ProgramEnv for KeyDoorProgram {
     fn preset_delta(preset: Preset) -> &'static str {
         match preset {
             Preset::CpuTiny => {
-                "prompt = \"verl-agent\"\n\
-                 [warmup]\nepisodes = 100\nsteps = 150\ncontext_weight = 0.0\n\
+                "[warmup]\nepisodes = 100\nsteps = 150\ncontext_weight = 0.0\n\
                  [tasks]\ntrain = 1000\neval = 1000\n\
                  [trainer]\niterations = 30\ngroups = 16\ngroup_size = 8\nmax_steps = 12\n\
                  mini_batch_rows = 256\nlearning_rate = 0.0003\neval_every = 5\neval_episodes = 64\n\
@@ -53,18 +71,6 @@ impl ProgramEnv for KeyDoorProgram {
             }
         }
     }
-}
-
-/// The key-and-door world as `envrl train keydoor` configures it: 4 rooms; its "expert" is a
-/// uniformly random admissible action (format only).
-pub fn setup(config: &RunConfig) -> EnvSetup {
-    corridor(Corridor {
-        rooms: 4,
-        max_steps: config.trainer.max_steps,
-        seed: config.trainer.seed,
-        train_tasks: config.tasks.train as u64,
-        eval_tasks: config.tasks.eval as u64,
-    })
 }
 
 /// The sizes of a key-and-door set-up.

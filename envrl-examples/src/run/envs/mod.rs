@@ -1,16 +1,18 @@
-//! The environments `envrl train` knows, one module each: its set-up for a run (the [`World`]:
-//! tasks, prompt, projection, the facts it states; expert demonstrations; evaluation labels)
-//! and what it changes in each preset. Adding an environment to the programs is one new module
-//! here with a type that implements [`ProgramEnv`], and one line in the `environments!` list
-//! below.
+//! The environments `envrl train` knows, one module each: its settings (the `[env]` table of a
+//! run's config), its set-up for a run (the [`World`]: tasks, prompt, projection, the facts it
+//! states; expert demonstrations; evaluation labels) and what it changes in each preset. Adding
+//! an environment to the programs is one new module here with a type that implements
+//! [`ProgramEnv`], and one line in the `environments!` list below.
 
 use std::collections::HashMap;
+use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use envrl::{Demonstration, Tokenizer, World};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
-use crate::run::config::RunConfig;
 use crate::run::presets::Preset;
 
 /// Records expert demonstrations (`episodes` of them) with a tokenizer.
@@ -19,6 +21,36 @@ pub type Demonstrate = Box<dyn Fn(&dyn Tokenizer, usize) -> Vec<Demonstration>>;
 /// Raw scores (0–1) of finished episodes by task id, filled by environments whose reward only
 /// says whether the score was perfect (WebShop), for the evaluation table.
 pub type TaskScores = Arc<Mutex<HashMap<u64, f64>>>;
+
+/// How many tasks the run trains and evaluates on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TasksConfig {
+    /// Training tasks (generated games, goals, worlds).
+    pub train: usize,
+    /// Held-out evaluation tasks.
+    pub eval: usize,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        Self {
+            train: 200,
+            eval: 60,
+        }
+    }
+}
+
+/// What a world's set-up reads of the run besides its own settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunFacts {
+    /// Task counts.
+    pub tasks: TasksConfig,
+    /// The run's seed (generated tasks, the expert's stream).
+    pub seed: u64,
+    /// Steps per episode.
+    pub max_steps: usize,
+}
 
 /// An environment's side of a run: the world the trainer takes, the expert, and what the report
 /// needs.
@@ -41,16 +73,20 @@ pub struct Reporting {
     pub source: String,
 }
 
-/// An environment of the programs.
+/// An environment of the programs: its settings (the `[env]` table of a run's config, tagged by
+/// the environment's name), its set-up and its changes to each preset.
 pub trait ProgramEnv {
-    /// The environment's side of a run configured by `config`.
+    /// The environment's own settings; `Default` gives every field's default.
+    type Settings: Debug + Clone + PartialEq + Default + Serialize + DeserializeOwned;
+
+    /// The environment's side of a run.
     ///
     /// # Errors
-    /// When its data cannot be read or the config names something it does not have.
-    fn setup(config: &RunConfig) -> Result<EnvSetup>;
+    /// When its data cannot be read or the settings name something it does not have.
+    fn setup(settings: &Self::Settings, run: &RunFacts) -> Result<EnvSetup>;
 
     /// What the environment changes in `preset`: a TOML table laid over the preset's
-    /// (`run/presets/<preset>.toml`); empty for nothing.
+    /// (`run/presets/<preset>.toml`; its own settings under `[env]`); empty for nothing.
     fn preset_delta(preset: Preset) -> &'static str;
 
     /// Refuses settings the environment cannot use (checked with the rest of the config before
@@ -58,21 +94,19 @@ pub trait ProgramEnv {
     ///
     /// # Errors
     /// A message naming the setting and what the environment accepts.
-    fn check(config: &RunConfig) -> Result<()> {
-        let _ = config;
+    fn check(settings: &Self::Settings, run: &RunFacts) -> Result<()> {
+        let _ = (settings, run);
         Ok(())
     }
 
-    /// `config` evaluating on another held-out split (`envrl eval --split`). By default the
+    /// The settings evaluating on another held-out split (`envrl eval --split`). By default the
     /// environment has no other split.
     ///
     /// # Errors
     /// When the environment has no such split.
-    fn with_eval_split(config: RunConfig, split: &str) -> Result<RunConfig> {
-        anyhow::bail!(
-            "--split {split}: {} has no other held-out split",
-            config.env
-        )
+    fn with_eval_split(settings: Self::Settings, split: &str) -> Result<Self::Settings> {
+        let _ = settings;
+        anyhow::bail!("--split {split}: there is no other held-out split")
     }
 }
 
@@ -94,6 +128,16 @@ macro_rules! environments {
             )+
         }
 
+        /// A run's environment with its settings: the `[env]` table, tagged by `name`.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "name", rename_all = "lowercase")]
+        pub enum EnvConfig {
+            $(
+                #[doc = concat!("`", stringify!($module), "` and its settings.")]
+                $variant(<$module::$program as ProgramEnv>::Settings),
+            )+
+        }
+
         impl EnvName {
             /// Every environment, in the order of the list.
             pub const ALL: &[EnvName] = &[$(EnvName::$variant),+];
@@ -105,10 +149,26 @@ macro_rules! environments {
                 }
             }
 
+            /// The environment with every setting at its default.
+            pub fn default_config(self) -> EnvConfig {
+                match self {
+                    $(EnvName::$variant => EnvConfig::$variant(Default::default()),)+
+                }
+            }
+
             /// What the environment changes in `preset` ([`ProgramEnv::preset_delta`]).
             pub fn preset_delta(self, preset: Preset) -> &'static str {
                 match self {
                     $(EnvName::$variant => <$module::$program as ProgramEnv>::preset_delta(preset),)+
+                }
+            }
+        }
+
+        impl EnvConfig {
+            /// Which environment this is.
+            pub fn name(&self) -> EnvName {
+                match self {
+                    $(EnvConfig::$variant(_) => EnvName::$variant,)+
                 }
             }
 
@@ -116,29 +176,35 @@ macro_rules! environments {
             ///
             /// # Errors
             /// As the environment's check.
-            pub fn check(self, config: &RunConfig) -> Result<()> {
+            pub fn check(&self, run: &RunFacts) -> Result<()> {
                 match self {
-                    $(EnvName::$variant => <$module::$program as ProgramEnv>::check(config),)+
+                    $(EnvConfig::$variant(s) => <$module::$program as ProgramEnv>::check(s, run),)+
                 }
             }
 
-            /// `config` evaluating on another held-out split ([`ProgramEnv::with_eval_split`]).
+            /// The settings evaluating on another held-out split
+            /// ([`ProgramEnv::with_eval_split`]).
             ///
             /// # Errors
             /// When the environment has no such split.
-            pub fn with_eval_split(self, config: RunConfig, split: &str) -> Result<RunConfig> {
+            pub fn with_eval_split(self, split: &str) -> Result<EnvConfig> {
+                let name = self.name();
                 match self {
-                    $(EnvName::$variant => <$module::$program as ProgramEnv>::with_eval_split(config, split),)+
+                    $(EnvConfig::$variant(s) => {
+                        <$module::$program as ProgramEnv>::with_eval_split(s, split)
+                            .map(EnvConfig::$variant)
+                    })+
                 }
+                .with_context(|| format!("{name}"))
             }
 
-            /// The environment's set-up for `config` ([`ProgramEnv::setup`]).
+            /// The environment's set-up ([`ProgramEnv::setup`]).
             ///
             /// # Errors
             /// When the set-up fails.
-            pub fn setup(self, config: &RunConfig) -> Result<EnvSetup> {
+            pub fn setup(&self, run: &RunFacts) -> Result<EnvSetup> {
                 match self {
-                    $(EnvName::$variant => <$module::$program as ProgramEnv>::setup(config),)+
+                    $(EnvConfig::$variant(s) => <$module::$program as ProgramEnv>::setup(s, run),)+
                 }
             }
         }
@@ -155,6 +221,12 @@ environments! {
 impl std::fmt::Display for EnvName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl std::fmt::Display for EnvConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name().name())
     }
 }
 
@@ -189,16 +261,27 @@ mod tests {
     #[test]
     fn the_guides_environment_listing_compiles_and_builds_a_set_up() {
         let source = include_str!("example.rs");
-        let listing = &source[source.find("use anyhow::Result;").unwrap()..];
+        let listing = &source[source.find("use anyhow::").unwrap()..];
         let chapter = include_str!("../../../../docs/custom-environment.md");
         assert!(
             chapter.contains(listing),
             "docs/custom-environment.md no longer shows envs/example.rs"
         );
-        let config = Preset::CpuTiny.config(EnvName::Keydoor).unwrap();
-        let setup = <example::LampsProgram as ProgramEnv>::setup(&config).unwrap();
-        assert_eq!(setup.world.train_tasks.len(), config.tasks.train);
+        let run = RunFacts {
+            tasks: TasksConfig { train: 10, eval: 5 },
+            seed: 0,
+            max_steps: 6,
+        };
+        let settings: example::LampsSettings = toml::from_str("rooms = 4").unwrap();
+        type Lamps = example::LampsProgram;
+        let setup = <Lamps as ProgramEnv>::setup(&settings, &run).unwrap();
+        assert_eq!(setup.world.train_tasks.len(), 10);
         assert_eq!(setup.world.info.description, "key-and-door");
+        assert_eq!(setup.reporting.source, "4-room corridors");
+        let err = <Lamps as ProgramEnv>::check(&example::LampsSettings { rooms: 9 }, &run);
+        assert!(err.unwrap_err().to_string().contains("env.rooms = 9"));
+        let err = toml::from_str::<example::LampsSettings>("lamps = 4").unwrap_err();
+        assert!(err.to_string().contains("unknown field `lamps`"), "{err}");
         let delta: toml::Table =
             toml::from_str(example::LampsProgram::preset_delta(Preset::CpuTiny)).unwrap();
         assert!(delta.contains_key("warmup"));

@@ -4,21 +4,32 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use envrl::World;
+use envrl_envs::PromptStyle;
 use envrl_envs::webshop::{
     EXAMPLE_BUDGETS, ScoreLog, WebShop, WebShopData, WebShopProjection, WebShopPrompt,
     expert_demonstrations, split_webshop_task, webshop_task,
 };
+use serde::{Deserialize, Serialize};
 
-use super::{EnvSetup, ProgramEnv, Reporting};
-use crate::run::config::RunConfig;
+use super::{EnvSetup, ProgramEnv, Reporting, RunFacts};
 use crate::run::presets::Preset;
+
+/// WebShop's settings: `[env] name = "webshop"`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebShopSettings {
+    /// The prompt's wording: `verl-agent` (the paper's template, the default) or `compact`.
+    pub prompt: PromptStyle,
+}
 
 /// WebShop's registration ([`ProgramEnv`]).
 pub struct WebShopProgram;
 
 impl ProgramEnv for WebShopProgram {
-    fn setup(config: &RunConfig) -> Result<EnvSetup> {
-        setup(config)
+    type Settings = WebShopSettings;
+
+    fn setup(settings: &WebShopSettings, run: &RunFacts) -> Result<EnvSetup> {
+        setup(settings, run)
     }
 
     fn preset_delta(preset: Preset) -> &'static str {
@@ -26,7 +37,8 @@ impl ProgramEnv for WebShopProgram {
             // Episodes are short (~6 steps), so an iteration costs ~10 s and the warm start
             // dominates: more iterations for the same budget; searches need longer replies.
             Preset::CpuTiny => {
-                "[trainer]\niterations = 20\nmax_steps = 15\neval_every = 5\ncheckpoint_every = 5\n\
+                "[env]\nprompt = \"compact\"\n\
+                 [trainer]\niterations = 20\nmax_steps = 15\neval_every = 5\ncheckpoint_every = 5\n\
                  [trainer.sampling]\nmax_new_tokens = 64\n\
                  [trainer.eval_sampling]\nmax_new_tokens = 64\n"
             }
@@ -46,18 +58,18 @@ impl ProgramEnv for WebShopProgram {
 ///
 /// # Errors
 /// When `WEBSHOP_DATA` is set but cannot be loaded.
-pub fn setup(config: &RunConfig) -> Result<EnvSetup> {
+pub fn setup(settings: &WebShopSettings, run: &RunFacts) -> Result<EnvSetup> {
     let from_env = std::env::var_os("WEBSHOP_DATA").is_some();
     let data = WebShopData::from_env_or_generated().context("loading the WebShop catalog")?;
-    let seed = config.trainer.seed as u32;
+    let seed = run.seed as u32;
     let eval_seed = seed + 1000;
     let n_goals = data.goals(seed as i64).goals.len();
     let train_goals = 500.min(n_goals / 2)..n_goals;
     let train_tasks: Vec<u64> = train_goals
-        .take(config.tasks.train)
+        .take(run.tasks.train)
         .map(|g| webshop_task(seed, g as u32))
         .collect();
-    let eval_tasks: Vec<u64> = (0..config.tasks.eval.min(500))
+    let eval_tasks: Vec<u64> = (0..run.tasks.eval.min(500))
         .map(|g| webshop_task(eval_seed, g as u32))
         .collect();
     let scores: ScoreLog = Arc::new(Mutex::new(Default::default()));
@@ -66,8 +78,8 @@ pub fn setup(config: &RunConfig) -> Result<EnvSetup> {
     let demo_data = data.clone();
     let demo_tasks = train_tasks.clone();
     let label_data = data.clone();
-    let max_steps = config.trainer.max_steps;
-    let prompt = WebShopPrompt::with_style(config.prompt);
+    let max_steps = run.max_steps;
+    let prompt = WebShopPrompt::with_style(settings.prompt);
     let source = if from_env {
         "WEBSHOP_DATA".to_string()
     } else {
