@@ -1,170 +1,14 @@
-//! The exact update path: an optimizer step does not depend on its micro-batching, a placebo
-//! objective changes nothing, and runs that differ only in their objectives share their random
-//! numbers.
+//! The exact update path, through the public trainer: an optimizer step does not depend on its
+//! micro-batching, a placebo objective changes nothing, and runs that differ only in their
+//! objectives share their random numbers. (The plan and the step runner are the trainer's
+//! internals, tested where they live.)
 
-use burn::module::Module;
 use burn::tensor::Device;
-use envrl::{
-    AuxBatch, AuxExample, AuxObjective, FusedAdamW, IterationMetrics, LearnerBatch,
-    LossAggregation, PlanSizes, Schedule, ScoreRow, StepRunner, TokenAdvantages, optimizer_steps,
-};
-use envrl_algos::{
-    AuxConfig, ClippedPgConfig, ClippedPolicyGradient, InverseDynamics, LmConfig, StatePrediction,
-};
+use envrl::{IterationMetrics, LossAggregation, Schedule};
+use envrl_algos::AuxConfig;
 use envrl_examples::keydoor::{KeyDoorSettings, build, envrl_objectives};
 
 use crate::support::flat_params;
-
-const VOCAB: usize = 64;
-
-/// Rows whose prompts and responses differ a lot in length (1 to 31 response tokens).
-fn rows() -> Vec<ScoreRow> {
-    (0..12)
-        .map(|i| ScoreRow {
-            context: (0..3 + (i * 5) % 17)
-                .map(|k| ((k * 7 + i) % VOCAB) as u32)
-                .collect(),
-            target: (0..1 + (i * 11) % 31)
-                .map(|k| ((k * 3 + 2 * i) % VOCAB) as u32)
-                .collect(),
-        })
-        .collect()
-}
-
-fn examples(n: usize, salt: usize) -> Vec<AuxExample> {
-    (0..n)
-        .map(|i| AuxExample {
-            row: ScoreRow {
-                context: (0..4 + i * 3)
-                    .map(|k| ((k + salt) % VOCAB) as u32)
-                    .collect(),
-                target: (0..1 + (i * 7 + salt) % 13)
-                    .map(|k| ((k * 5 + i) % VOCAB) as u32)
-                    .collect(),
-            },
-        })
-        .collect()
-}
-
-/// A learner batch by hand: 12 rows, 3 state-prediction and 5 inverse-dynamics examples.
-fn learner_batch() -> LearnerBatch {
-    let rows = rows();
-    let old_logprobs = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            (0..r.target.len())
-                .map(|k| -3.0 - 0.1 * ((i + k) % 5) as f32)
-                .collect()
-        })
-        .collect();
-    let advantages = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| vec![if i % 3 == 0 { -1.2 } else { 0.8 }; r.target.len()])
-        .collect();
-    LearnerBatch {
-        rows,
-        old_logprobs,
-        advantages: TokenAdvantages {
-            advantages,
-            returns: None,
-        },
-        values: None,
-        aux: vec![
-            AuxBatch {
-                examples: examples(3, 1),
-                dropped: 0,
-            },
-            AuxBatch {
-                examples: examples(5, 2),
-                dropped: 0,
-            },
-        ],
-        nonfinite_rows: 0,
-    }
-}
-
-/// The parameters after one optimizer step of the whole batch cut into micro-batches of
-/// `micro` rows, with GRPO's loss (KL and entropy on) and both objectives at λ = 0.2.
-fn one_step(micro: usize, aggregation: LossAggregation) -> (Vec<f32>, f64) {
-    let batch = learner_batch();
-    let plan = optimizer_steps(PlanSizes {
-        row_tokens: &batch.row_tokens(),
-        aux_tokens: &batch.aux_tokens(),
-        mini_batch_rows: 12,
-        micro_batch_rows: micro,
-        aggregation,
-    });
-    assert_eq!(plan.len(), 1);
-    let mut policy = LmConfig::tiny(VOCAB)
-        .init(&Device::flex().autodiff(), 3)
-        .unwrap();
-    let reference = policy.valid();
-    let mut optimizer = FusedAdamW::new(1e-8, 0.01).init();
-    let loss = ClippedPolicyGradient::new(ClippedPgConfig {
-        kl_coef: 0.1,
-        entropy_coef: 0.01,
-        ..Default::default()
-    });
-    let aux: Vec<Box<dyn AuxObjective>> = vec![
-        Box::new(StatePrediction::default()),
-        Box::new(InverseDynamics::default()),
-    ];
-    let report = StepRunner {
-        policy: &mut policy,
-        optimizer: &mut optimizer,
-        reference: Some(&reference),
-        loss: &loss,
-        aux: &aux,
-        lambdas: &[0.2, 0.2],
-        learning_rate: 1e-2,
-        // Large enough not to clip: clipping would hide a difference in the gradient's size.
-        max_grad_norm: 1e6,
-    }
-    .run(&batch, &plan[0], false);
-    assert!(report.applied);
-    let total = report
-        .stats
-        .iter()
-        .find(|(n, _)| n == "loss/total")
-        .unwrap()
-        .1;
-    (flat_params(&policy), total)
-}
-
-fn relative_difference(a: &[f32], b: &[f32]) -> f64 {
-    let num: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
-    let den: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
-    (num / den).sqrt()
-}
-
-#[test]
-fn an_optimizer_step_does_not_depend_on_its_micro_batches() {
-    // 12 rows: one pass, four passes of 3 rows, twelve passes of 1 (so the 3 state-prediction
-    // examples sit in 3 of 12 micro-batches).
-    let (whole, loss_whole) = one_step(0, LossAggregation::TokenMean);
-    for micro in [3, 1] {
-        let (parts, loss_parts) = one_step(micro, LossAggregation::TokenMean);
-        let diff = relative_difference(&parts, &whole);
-        println!("micro-batches of {micro}: relative parameter difference {diff:.2e}");
-        assert!(diff <= 1e-5, "micro {micro}: {diff}");
-        assert!((loss_parts - loss_whole).abs() <= 1e-5 * loss_whole.abs().max(1.0));
-    }
-    // The same holds for the per-sequence mean.
-    let (whole, _) = one_step(0, LossAggregation::SeqMeanTokenMean);
-    let (single, _) = one_step(1, LossAggregation::SeqMeanTokenMean);
-    assert!(relative_difference(&single, &whole) <= 1e-5);
-}
-
-#[test]
-fn the_reference_mean_of_micro_batch_means_does_depend_on_them() {
-    // The test above can fail: the weighting that verl-agent uses moves the step.
-    let (whole, _) = one_step(0, LossAggregation::MicroBatchTokenMean);
-    let (single, _) = one_step(1, LossAggregation::MicroBatchTokenMean);
-    let diff = relative_difference(&single, &whole);
-    assert!(diff > 1e-4, "{diff}");
-}
 
 /// Key-and-door settings for three short iterations with KL, entropy and an evaluation.
 fn short_run(seed: u64) -> KeyDoorSettings {
@@ -284,26 +128,52 @@ fn runs_that_differ_only_in_their_objectives_share_tasks_and_the_first_rollout()
     assert_ne!(grpo_params, both_params);
 }
 
+fn relative_difference(a: &[f32], b: &[f32]) -> f64 {
+    let num: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
+    let den: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
+    (num / den).sqrt()
+}
+
+/// The parameters after the first iteration's one optimizer step (KL, entropy and both
+/// objectives on), its batch cut into micro-batches of `micro` rows (0: whole).
+fn first_update(micro: usize, aggregation: LossAggregation) -> (Vec<f32>, IterationMetrics) {
+    let mut settings = with_objectives(short_run(3), None);
+    settings.trainer.iterations = 1;
+    settings.trainer.mini_batch_rows = 1024;
+    settings.trainer.micro_batch_rows = micro;
+    settings.trainer.loss_aggregation = aggregation;
+    let mut run = build(&settings, &Device::flex()).unwrap();
+    let metrics = run.trainer.train_iteration();
+    assert_eq!(metrics.get("optim/steps"), Some(1.0));
+    (flat_params(run.trainer.policy()), metrics)
+}
+
 #[test]
 fn micro_batching_a_training_iteration_leaves_its_update_unchanged() {
-    let first_update = |micro: usize| {
-        let mut settings = with_objectives(short_run(3), None);
-        settings.trainer.iterations = 1;
-        settings.trainer.mini_batch_rows = 1024;
-        settings.trainer.micro_batch_rows = micro;
-        let mut run = build(&settings, &Device::flex()).unwrap();
-        let metrics = run.trainer.train_iteration();
-        assert_eq!(metrics.get("optim/steps"), Some(1.0));
-        (flat_params(run.trainer.policy()), metrics)
-    };
-    let (whole, m) = first_update(0);
+    let (whole, m) = first_update(0, LossAggregation::TokenMean);
     assert!(m.get("aux/examples/state_prediction").unwrap() > 0.0);
+    let loss = |m: &IterationMetrics| m.get("loss/total").unwrap();
+    // Micro-batches of 4 rows, and of 1 (so most hold no auxiliary example at all).
     for micro in [4, 1] {
-        let (parts, _) = first_update(micro);
+        let (parts, m_parts) = first_update(micro, LossAggregation::TokenMean);
         let diff = relative_difference(&parts, &whole);
         println!("micro-batches of {micro} rows: relative parameter difference {diff:.2e}");
         assert!(diff <= 1e-5, "micro {micro}: {diff}");
+        assert!((loss(&m_parts) - loss(&m)).abs() <= 1e-5 * loss(&m).abs().max(1.0));
     }
+    // The same holds for the per-sequence mean.
+    let (whole, _) = first_update(0, LossAggregation::SeqMeanTokenMean);
+    let (single, _) = first_update(1, LossAggregation::SeqMeanTokenMean);
+    assert!(relative_difference(&single, &whole) <= 1e-5);
+}
+
+#[test]
+fn the_reference_mean_of_micro_batch_means_does_depend_on_them() {
+    // The test above can fail: the weighting that verl-agent uses moves the step.
+    let (whole, _) = first_update(0, LossAggregation::MicroBatchTokenMean);
+    let (single, _) = first_update(1, LossAggregation::MicroBatchTokenMean);
+    let diff = relative_difference(&single, &whole);
+    assert!(diff > 1e-4, "{diff}");
 }
 
 #[test]

@@ -44,11 +44,15 @@ pub use finite::first_non_finite;
 #[cfg(feature = "burn")]
 pub use grad_norm::{clip_global_grad_norm, global_grad_norm};
 #[cfg(feature = "burn")]
-pub use learner_batch::{AuxBatch, LearnerBatch};
+pub(crate) use learner_batch::{AuxBatch, LearnerBatch};
 pub use metrics::{IterationMetrics, JsonlSink, MetricsSink};
 #[cfg(feature = "burn")]
-pub use optimizer_step::{StepReport, StepRunner, pad_rows};
-pub use plan::{LossAggregation, MicroBatch, OptimizerStep, PlanSizes, optimizer_steps};
+pub(crate) use optimizer_step::StepRunner;
+#[cfg(feature = "burn")]
+pub use optimizer_step::pad_rows;
+pub use plan::LossAggregation;
+#[cfg(feature = "burn")]
+pub(crate) use plan::{MicroBatch, OptimizerStep, PlanSizes, optimizer_steps};
 #[cfg(feature = "burn")]
 pub use policy_loss::{PolicyLoss, PolicyLossInput, PolicyLossOutput};
 pub use streams::{AuxStream, RunStreams};
