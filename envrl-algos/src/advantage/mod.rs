@@ -35,8 +35,8 @@ pub trait EstimatorConfig: Clone + Default + PartialEq + std::fmt::Debug {
 }
 
 macro_rules! estimators {
-    ($($module:ident: $variant:ident($config:ty),)+) => {
-        $(mod $module; pub use $module::*;)+
+    ($($module:ident::{$($item:ident),+}: $variant:ident($config:ty),)+) => {
+        $(mod $module; pub use $module::{$($item),+};)+
 
         /// An advantage estimator and its settings, selected by `name`.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,10 +93,10 @@ macro_rules! estimators {
 }
 
 estimators! {
-    grpo: Grpo(GrpoConfig),
-    ppo: Ppo(PpoConfig),
-    rloo: Rloo(RlooConfig),
-    gigpo: Gigpo(GigpoConfig),
+    grpo::{Grpo, GrpoConfig, GrpoStats}: Grpo(GrpoConfig),
+    ppo::{PpoConfig}: Ppo(PpoConfig),
+    rloo::{Rloo, RlooConfig}: Rloo(RlooConfig),
+    gigpo::{Gigpo, GigpoConfig, GigpoNorm}: Gigpo(GigpoConfig),
 }
 
 impl Default for AdvantageConfig {

@@ -29,8 +29,8 @@ pub trait ObjectiveConfig: Clone + Default + PartialEq + std::fmt::Debug {
 }
 
 macro_rules! objectives {
-    ($($module:ident: $variant:ident($config:ty),)+) => {
-        $(mod $module; pub use $module::*;)+
+    ($($module:ident::{$($item:ident),+}: $variant:ident($config:ty),)+) => {
+        $(mod $module; pub use $module::{$($item),+};)+
 
         /// An auxiliary objective and its settings, selected by `name`.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,7 +84,7 @@ macro_rules! objectives {
 }
 
 objectives! {
-    state_prediction: StatePrediction(StatePredictionConfig),
-    inverse_dynamics: InverseDynamics(InverseDynamicsConfig),
-    in_sequence: StatePredictionInSequence(InSequenceConfig),
+    state_prediction::{StatePrediction, StatePredictionConfig, state_prediction_prompt}: StatePrediction(StatePredictionConfig),
+    inverse_dynamics::{InverseDynamics, InverseDynamicsConfig, inverse_dynamics_prompt}: InverseDynamics(InverseDynamicsConfig),
+    in_sequence::{InSequenceConfig, InSequenceStatePrediction}: StatePredictionInSequence(InSequenceConfig),
 }
