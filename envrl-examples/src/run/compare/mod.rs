@@ -437,8 +437,18 @@ mod tests {
             markdown.contains("| grpo + state_prediction(cosine 0.2) | 2 | 62.5 ["),
             "{markdown}"
         );
-        assert!(markdown.contains("| 25.0 ["), "{markdown}");
-        assert!(markdown.contains("(2 paired seeds)"), "{markdown}");
+        // +25 points on both seeds: a t interval of zero width, and an MDE of 0.
+        assert!(
+            markdown.contains("| 25.0 [25.0, 25.0] (2 paired seeds) | 0.0 |"),
+            "{markdown}"
+        );
+        // Per seed: one discordant game, won by the arm; McNemar cannot reject with one.
+        assert!(
+            markdown.contains(
+                "| grpo + state_prediction(cosine 0.2) | 1 | 4 | +25.0 | 1 / 0 | 1.000 |"
+            ),
+            "{markdown}"
+        );
         // Same training curves: AUC 15 %, the baseline's final success reached at its end.
         assert!(
             markdown.contains("| 15.0 ± 0.0 | 100 | 20.0 ± 0.0 | 400 | 2.0 |"),
@@ -459,8 +469,10 @@ mod tests {
             fake_run(root.path(), "state_prediction", 2, &[t, t]),
         ];
         let markdown = compare(&same, &root.path().join("same"), None, None).unwrap();
+        // One seed: the only spread is its games', and the table says so.
         assert!(
-            markdown.contains("| 100.0 [100.0, 100.0] (1 paired seeds) |"),
+            markdown
+                .contains("| 100.0 [100.0, 100.0] (one seed: games only) (1 paired seeds) | – |"),
             "{markdown}"
         );
 

@@ -7,7 +7,8 @@ use anyhow::Result;
 use envrl::metric_names as names;
 
 use super::stats::{
-    Estimate, area_under_curve, hierarchical_bootstrap, iterations_to_reach, mean_std,
+    Estimate, area_under_curve, hierarchical_bootstrap, iterations_to_reach, mcnemar_exact,
+    mean_std, minimum_detectable_effect, seed_t_interval,
 };
 use super::{Arm, FinishedRun, arms, episode_wins, paired_differences};
 
@@ -33,6 +34,35 @@ fn interval(e: Option<Estimate>) -> String {
     }
 }
 
+/// The headline interval of per-seed values: Student's t over seeds; with one seed, the only
+/// spread there is, its games' (bootstrap), marked as such.
+fn seed_interval(per_seed_games: &[Vec<f64>]) -> String {
+    let per_seed: Vec<f64> = per_seed_games
+        .iter()
+        .filter(|g| !g.is_empty())
+        .map(|g| mean_std(g).0)
+        .collect();
+    match seed_t_interval(&per_seed) {
+        Some(e) => interval(Some(e)),
+        None => match hierarchical_bootstrap(per_seed_games, BOOTSTRAP_SEED) {
+            Some(e) => format!("{} (one seed: games only)", interval(Some(e))),
+            None => "–".into(),
+        },
+    }
+}
+
+/// Each of `arm`'s runs paired with the baseline's run of the same seed: (seed, the arm's
+/// outcome minus the baseline's on each shared held-out task).
+fn paired_seeds(arm: &Arm<'_>, base: &Arm<'_>) -> Vec<(u64, Vec<f64>)> {
+    arm.runs
+        .iter()
+        .filter_map(|r| {
+            let twin = base.runs.iter().find(|t| t.seed() == r.seed())?;
+            Some((r.seed(), paired_differences(r, twin)))
+        })
+        .collect()
+}
+
 /// The seed-mean of a metric, iteration by iteration, over the iterations every run has.
 fn seed_mean_curve(runs: &[&FinishedRun], metric: &str) -> Vec<f64> {
     let curves: Vec<Vec<f64>> = runs.iter().map(|r| r.curve(metric)).collect();
@@ -56,7 +86,8 @@ pub fn comparison_markdown(runs: &[FinishedRun], baseline: Option<&str>) -> Resu
     let scored = runs.iter().any(|r| r.overall().score.is_some());
     let mut out = String::new();
     out.push_str(
-        "| arm | seeds | held-out success (%) [95% CI] | Δ vs baseline (points) [95% CI] |",
+        "| arm | seeds | held-out success (%) [95% CI] | Δ vs baseline (points) [95% CI] | \
+         MDE (points) |",
     );
     if scored {
         out.push_str(" held-out score (%) |");
@@ -64,7 +95,7 @@ pub fn comparison_markdown(runs: &[FinishedRun], baseline: Option<&str>) -> Resu
     out.push_str(
         " train success AUC (%) | iterations to the baseline's final train success (%) | \
          train success, last 3 iterations (%) | env steps | train time per run (min) |\n\
-         |---|---|---|---|",
+         |---|---|---|---|---|",
     );
     if scored {
         out.push_str("---|");
@@ -73,32 +104,27 @@ pub fn comparison_markdown(runs: &[FinishedRun], baseline: Option<&str>) -> Resu
     let base_curve = base.map(|b| seed_mean_curve(&b.runs, names::EPISODE_SUCCESS));
     for arm in &arms {
         let wins: Vec<Vec<f64>> = arm.runs.iter().map(|r| episode_wins(r)).collect();
-        let success = hierarchical_bootstrap(&wins, BOOTSTRAP_SEED);
-        let delta = match base {
-            Some(b) if b.label == arm.label => "baseline".to_string(),
+        let (delta, mde) = match base {
+            Some(b) if b.label == arm.label => ("baseline".to_string(), "–".to_string()),
             Some(b) => {
-                let pairs: Vec<Vec<f64>> = arm
-                    .runs
-                    .iter()
-                    .filter_map(|r| {
-                        let twin = b.runs.iter().find(|t| t.seed() == r.seed())?;
-                        Some(paired_differences(r, twin))
-                    })
-                    .collect();
-                let e = hierarchical_bootstrap(&pairs, BOOTSTRAP_SEED);
-                match e {
-                    Some(_) => format!("{} ({} paired seeds)", interval(e), pairs.len()),
-                    None => "no shared seed".into(),
+                let pairs: Vec<Vec<f64>> =
+                    paired_seeds(arm, b).into_iter().map(|(_, d)| d).collect();
+                let per_seed: Vec<f64> = pairs.iter().map(|d| mean_std(d).0).collect();
+                let mde = minimum_detectable_effect(mean_std(&per_seed).1, per_seed.len())
+                    .map_or("–".into(), |m| format!("{:.1}", 100.0 * m));
+                match pairs.len() {
+                    0 => ("no shared seed".into(), mde),
+                    n => (format!("{} ({n} paired seeds)", seed_interval(&pairs)), mde),
                 }
             }
-            None => "–".into(),
+            None => ("–".into(), "–".into()),
         };
         let _ = write!(
             out,
-            "| {} | {} | {} | {delta} |",
+            "| {} | {} | {} | {delta} | {mde} |",
             arm.label,
             arm.runs.len(),
-            interval(success)
+            seed_interval(&wins)
         );
         if scored {
             let scores: Vec<f64> = arm
@@ -147,17 +173,54 @@ pub fn comparison_markdown(runs: &[FinishedRun], baseline: Option<&str>) -> Resu
         );
     }
     out.push_str(&footnotes(runs, base));
+    if let Some(b) = base {
+        out.push_str(&per_seed(&arms, b));
+    }
     out.push_str(&per_task_type(runs, &arms));
     out.push_str(&gradient_diagnostics(&arms));
     Ok(out)
 }
 
+/// Each paired seed against the baseline: the difference in points and the exact McNemar test
+/// of its discordant held-out games.
+fn per_seed(arms: &[Arm<'_>], base: &Arm<'_>) -> String {
+    let mut rows = String::new();
+    for arm in arms.iter().filter(|a| a.label != base.label) {
+        for (seed, diffs) in paired_seeds(arm, base) {
+            let arm_only = diffs.iter().filter(|&&d| d > 0.0).count();
+            let base_only = diffs.iter().filter(|&&d| d < 0.0).count();
+            let _ = writeln!(
+                rows,
+                "| {} | {seed} | {} | {:+.1} | {arm_only} / {base_only} | {:.3} |",
+                arm.label,
+                diffs.len(),
+                100.0 * mean_std(&diffs).0,
+                mcnemar_exact(arm_only, base_only)
+            );
+        }
+    }
+    if rows.is_empty() {
+        return rows;
+    }
+    format!(
+        "\nPer seed, against the baseline's run of the same seed on the same held-out tasks: the \
+         difference, the games only the arm won / only the baseline won, and the exact McNemar \
+         p-value of that split (a test within one seed: it says nothing about other seeds).\n\n\
+         | arm | seed | paired games | Δ (points) | arm only / baseline only | McNemar p |\n\
+         |---|---|---|---|---|---|\n{rows}"
+    )
+}
+
 fn footnotes(runs: &[FinishedRun], base: Option<&Arm<'_>>) -> String {
     let mut out = String::from(
-        "\nHeld-out success: mean over seeds of each seed's success, with a 95% bootstrap \
-         interval (seeds, then each seed's episodes, resampled with replacement). Δ: the arm's \
-         outcome minus the baseline's on the same held-out task of the same seed, averaged and \
-         resampled the same way. AUC: the mean training success over all iterations (± std \
+        "\nHeld-out success: mean over seeds of each seed's success, with a 95% Student-t \
+         interval over seeds (each seed's success is its mean over its held-out games, so the \
+         spread across seeds holds both run-to-run and game-to-game variation; with one seed \
+         only the games' bootstrap interval, marked). Δ: the arm's outcome minus the \
+         baseline's on the same held-out task of the same seed, averaged per seed, with the \
+         same t interval over the paired seeds. MDE: the smallest true Δ this design (its \
+         number of paired seeds and the spread of their Δ) detects with 80% power at a \
+         two-sided 5% level. AUC: the mean training success over all iterations (± std \
          over seeds). Iterations to the baseline's final train success: the first iteration at \
          which the arm's seed-mean training success (smoothed over 3 iterations) reaches the \
          baseline's last smoothed value, as a fraction of the baseline's iterations.\n",
