@@ -8,7 +8,7 @@ use envrl::metric_names as names;
 
 use super::stats::{
     Estimate, area_under_curve, hierarchical_bootstrap, iterations_to_reach, mcnemar_exact,
-    mean_std, minimum_detectable_effect, seed_t_interval,
+    mean_std, minimum_detectable_effect, seed_t_interval, seeds_for_effect,
 };
 use super::{Arm, FinishedRun, arms, episode_wins, paired_differences};
 
@@ -174,11 +174,50 @@ pub fn comparison_markdown(runs: &[FinishedRun], baseline: Option<&str>) -> Resu
     }
     out.push_str(&footnotes(runs, base));
     if let Some(b) = base {
+        out.push_str(&power(&arms, b));
         out.push_str(&per_seed(&arms, b));
     }
     out.push_str(&per_task_type(runs, &arms));
     out.push_str(&gradient_diagnostics(&arms));
     Ok(out)
+}
+
+/// The effects this grid's spread lets a design see: per arm, the standard deviation of the
+/// per-seed Δ and the paired seeds that would detect 3, 5 and 10 points with 80 % power.
+fn power(arms: &[Arm<'_>], base: &Arm<'_>) -> String {
+    let mut rows = String::new();
+    for arm in arms.iter().filter(|a| a.label != base.label) {
+        let per_seed: Vec<f64> = paired_seeds(arm, base)
+            .iter()
+            .map(|(_, d)| mean_std(d).0)
+            .collect();
+        if per_seed.len() < 2 {
+            continue;
+        }
+        let sd = mean_std(&per_seed).1;
+        let seeds = [0.03, 0.05, 0.10].map(|target| {
+            seeds_for_effect(sd, target, 1000).map_or("> 1000".into(), |n| n.to_string())
+        });
+        let _ = writeln!(
+            rows,
+            "| {} | {:.1} | {} | {} | {} |",
+            arm.label,
+            100.0 * sd,
+            seeds[0],
+            seeds[1],
+            seeds[2]
+        );
+    }
+    if rows.is_empty() {
+        return rows;
+    }
+    format!(
+        "\nPower: the standard deviation of the per-seed Δ across this grid's paired seeds, and the \
+         paired seeds a grid with that spread needs to detect a true Δ of 3, 5 or 10 points \
+         with 80% power (two-sided 5% level).\n\n\
+         | arm | sd of per-seed Δ (points) | seeds for 3 points | 5 points | 10 points |\n\
+         |---|---|---|---|---|\n{rows}"
+    )
 }
 
 /// Each paired seed against the baseline: the difference in points and the exact McNemar test
