@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::advantage::AdvantageConfig;
 pub use crate::auxiliary::AuxConfig;
+use crate::auxiliary::Targets;
 use crate::checks::check;
 use crate::{CausalLm, ClippedPgConfig, ClippedPolicyGradient};
 
@@ -37,7 +38,19 @@ impl AuxConfig {
             Schedule::Linear { start } => format!("linear {start}"),
             Schedule::Cosine { start } => format!("cosine {start}"),
         };
-        format!("{}({schedule})", self.name())
+        let shuffled = match self.targets() {
+            Targets::Shuffled => ":shuffled",
+            Targets::Own => "",
+        };
+        format!("{}{shuffled}({schedule})", self.name())
+    }
+
+    /// The objective's shuffled-target control: the same loss, weight, prompts and budgets, with
+    /// each example's target taken from another transition of the same iteration. `None` for
+    /// objectives without one.
+    pub fn shuffled(mut self) -> Option<Self> {
+        *self.targets_mut()? = Targets::Shuffled;
+        Some(self)
     }
 
     /// Sets λ0, keeping the schedule's shape; λ0 = 0 makes the objective a placebo
@@ -111,6 +124,23 @@ impl AlgorithmConfig {
             nonneg,
             "≥ 0",
         )?;
+        // Two objectives of one name would share a random stream and their metrics.
+        let mut names: Vec<String> = self
+            .aux
+            .iter()
+            .map(|a| a.build().name().to_string())
+            .collect();
+        names.sort();
+        if let Some(pair) = names.windows(2).find(|p| p[0] == p[1]) {
+            return Err(envrl::Error::config(
+                "algorithm.aux",
+                format!(
+                    "two objectives named `{}`: give each objective once (a control is \
+                     `NAME:shuffled`, a measured-only objective `NAME=0`)",
+                    pair[0]
+                ),
+            ));
+        }
         self.advantage.validate()
     }
 

@@ -47,7 +47,7 @@ pub use advantage::{
 pub use algorithm::{AdvantageConfig, AlgorithmConfig, AlgorithmParts, AuxConfig};
 pub use auxiliary::{
     AuxSource, InSequenceConfig, InSequenceStatePrediction, InverseDynamics, InverseDynamicsConfig,
-    ObjectiveConfig, StatePrediction, StatePredictionConfig, Transition, TransitionFilter,
+    ObjectiveConfig, StatePrediction, StatePredictionConfig, Targets, Transition, TransitionFilter,
     inverse_dynamics_prompt, state_prediction_prompt,
 };
 pub use critic::{CriticConfig, LmCritic, ValueModel, clipped_value_loss};

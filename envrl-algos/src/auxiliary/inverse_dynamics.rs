@@ -16,7 +16,7 @@ use envrl::{ActionForm, AuxExample, AuxObjective, RolloutBatch, Schedule, Tokeni
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::auxiliary::{ObjectiveConfig, TransitionFilter};
+use crate::auxiliary::{ObjectiveConfig, Targets, TransitionFilter};
 
 /// Inverse-dynamics settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,6 +26,11 @@ pub struct InverseDynamicsConfig {
     pub schedule: Schedule,
     /// Eligibility, budget and truncation.
     pub transitions: TransitionFilter,
+    /// Whose targets are trained on: each transition's own (the default), or another
+    /// transition's of the same iteration (`shuffled`: the control, named
+    /// `inverse_dynamics_shuffled` in metrics and `inverse_dynamics:shuffled` in labels and on the command line).
+    #[serde(default, skip_serializing_if = "Targets::is_own")]
+    pub targets: Targets,
     /// Append the admissible list to the prompt. Default false.
     pub show_admissible: bool,
     /// Target form. Default the world's ([`WorldInfo::actions`]: the form of the policy's own
@@ -38,6 +43,7 @@ impl Default for InverseDynamicsConfig {
         Self {
             schedule: Schedule::Cosine { start: 0.2 },
             transitions: TransitionFilter::default(),
+            targets: Targets::Own,
             show_admissible: false,
             target: None,
         }
@@ -70,7 +76,10 @@ pub fn inverse_dynamics_prompt(
 
 impl AuxObjective for InverseDynamics {
     fn name(&self) -> &str {
-        <InverseDynamicsConfig as ObjectiveConfig>::NAME
+        match self.config.targets {
+            Targets::Own => <InverseDynamicsConfig as ObjectiveConfig>::NAME,
+            Targets::Shuffled => "inverse_dynamics_shuffled",
+        }
     }
 
     fn prompt_words(&self, world: &WorldInfo) -> Vec<String> {
@@ -92,18 +101,24 @@ impl AuxObjective for InverseDynamics {
         let t = &c.transitions;
         let budgets = t.budgets(world);
         let form = c.target.unwrap_or(world.actions);
-        t.sample(batch, world, rng)
-            .into_iter()
-            .map(|x| {
+        let sampled = t.sample(batch, world, rng);
+        let Some(donors) = c.targets.donors(sampled.len(), rng) else {
+            return Vec::new();
+        };
+        sampled
+            .iter()
+            .zip(donors)
+            .map(|(x, donor)| {
                 let mut fields = vec![x.observation.to_string(), x.next_observation.to_string()];
                 let admissible = c.show_admissible.then_some(x.admissible);
                 let render = |f: &[String]| {
                     let description = &world.description;
                     inverse_dynamics_prompt(description, x.task, &f[0], &f[1], admissible)
                 };
+                let action = sampled[donor].action;
                 let target = match form {
-                    ActionForm::Tagged => format!("<action>{}</action>", x.action),
-                    ActionForm::Bare => x.action.to_string(),
+                    ActionForm::Tagged => format!("<action>{action}</action>"),
+                    ActionForm::Bare => action.to_string(),
                 };
                 AuxExample {
                     row: TransitionFilter::tokenize(budgets, tokenizer, &mut fields, render, &target),
@@ -127,6 +142,14 @@ impl ObjectiveConfig for InverseDynamicsConfig {
 
     fn schedule_mut(&mut self) -> &mut Schedule {
         &mut self.schedule
+    }
+
+    fn targets(&self) -> Targets {
+        self.targets
+    }
+
+    fn targets_mut(&mut self) -> Option<&mut Targets> {
+        Some(&mut self.targets)
     }
 }
 

@@ -9,7 +9,7 @@ use envrl::{AuxObjective, Schedule};
 use serde::{Deserialize, Serialize};
 
 mod transitions;
-pub use transitions::{AuxSource, Transition, TransitionFilter};
+pub use transitions::{AuxSource, Targets, Transition, TransitionFilter};
 
 /// What [`AuxConfig`] needs of a built-in objective's settings.
 pub trait ObjectiveConfig: Clone + Default + PartialEq + std::fmt::Debug {
@@ -20,6 +20,18 @@ pub trait ObjectiveConfig: Clone + Default + PartialEq + std::fmt::Debug {
 
     /// Builds the objective.
     fn build(&self) -> Box<dyn AuxObjective>;
+
+    /// Whose targets the objective trains on ([`Targets`]); objectives without a
+    /// shuffled-target control always train on their own.
+    fn targets(&self) -> Targets {
+        Targets::Own
+    }
+
+    /// Whose targets the objective trains on, to change them; `None` for objectives without a
+    /// shuffled-target control.
+    fn targets_mut(&mut self) -> Option<&mut Targets> {
+        None
+    }
 
     /// The weight schedule λ(t).
     fn schedule(&self) -> &Schedule;
@@ -63,6 +75,21 @@ macro_rules! objectives {
             pub fn build(&self) -> Box<dyn AuxObjective> {
                 match self {
                     $(AuxConfig::$variant(c) => c.build(),)+
+                }
+            }
+
+            /// Whose targets the objective trains on.
+            pub fn targets(&self) -> Targets {
+                match self {
+                    $(AuxConfig::$variant(c) => c.targets(),)+
+                }
+            }
+
+            /// Whose targets the objective trains on, to change them; `None` for objectives
+            /// without a shuffled-target control.
+            pub fn targets_mut(&mut self) -> Option<&mut Targets> {
+                match self {
+                    $(AuxConfig::$variant(c) => c.targets_mut(),)+
                 }
             }
 

@@ -17,7 +17,7 @@ use envrl::{AuxExample, AuxObjective, RolloutBatch, Schedule, Tokenizer, WorldIn
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::auxiliary::{ObjectiveConfig, TransitionFilter};
+use crate::auxiliary::{ObjectiveConfig, Targets, TransitionFilter};
 
 /// State-prediction settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,6 +27,11 @@ pub struct StatePredictionConfig {
     pub schedule: Schedule,
     /// Eligibility, budget and truncation.
     pub transitions: TransitionFilter,
+    /// Whose targets are trained on: each transition's own (the default), or another
+    /// transition's of the same iteration (`shuffled`: the control, named
+    /// `state_prediction_shuffled` in metrics and `state_prediction:shuffled` in labels and on the command line).
+    #[serde(default, skip_serializing_if = "Targets::is_own")]
+    pub targets: Targets,
 }
 
 impl Default for StatePredictionConfig {
@@ -34,6 +39,7 @@ impl Default for StatePredictionConfig {
         Self {
             schedule: Schedule::Cosine { start: 0.2 },
             transitions: TransitionFilter::default(),
+            targets: Targets::Own,
         }
     }
 }
@@ -54,7 +60,10 @@ pub fn state_prediction_prompt(environment: &str, task: &str, state: &str, actio
 
 impl AuxObjective for StatePrediction {
     fn name(&self) -> &str {
-        <StatePredictionConfig as ObjectiveConfig>::NAME
+        match self.config.targets {
+            Targets::Own => <StatePredictionConfig as ObjectiveConfig>::NAME,
+            Targets::Shuffled => "state_prediction_shuffled",
+        }
     }
 
     /// The prompt's template and the observations it treats as no-ops.
@@ -79,14 +88,19 @@ impl AuxObjective for StatePrediction {
     ) -> Vec<AuxExample> {
         let t = &self.config.transitions;
         let budgets = t.budgets(world);
-        t.sample(batch, world, rng)
-            .into_iter()
-            .map(|x| {
+        let sampled = t.sample(batch, world, rng);
+        let Some(donors) = self.config.targets.donors(sampled.len(), rng) else {
+            return Vec::new();
+        };
+        sampled
+            .iter()
+            .zip(donors)
+            .map(|(x, donor)| {
                 let mut fields = vec![x.observation.to_string()];
                 let render = |f: &[String]| {
                     state_prediction_prompt(&world.description, x.task, &f[0], x.action)
                 };
-                let target = x.next_observation;
+                let target = sampled[donor].next_observation;
                 AuxExample {
                     row: TransitionFilter::tokenize(budgets, tokenizer, &mut fields, render, target),
                 }
@@ -109,6 +123,14 @@ impl ObjectiveConfig for StatePredictionConfig {
 
     fn schedule_mut(&mut self) -> &mut Schedule {
         &mut self.schedule
+    }
+
+    fn targets(&self) -> Targets {
+        self.targets
+    }
+
+    fn targets_mut(&mut self) -> Option<&mut Targets> {
+        Some(&mut self.targets)
     }
 }
 

@@ -2,6 +2,7 @@
 //! and how over-long texts are truncated (ENVRL.md §4.4).
 
 use envrl::{ExampleBudgets, RolloutBatch, ScoreRow, Tokenizer, WorldInfo};
+use rand::Rng;
 use rand::seq::index::sample;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,44 @@ pub enum AuxSource {
     SuccessOnly,
     /// Only trajectories that were lost.
     FailedOnly,
+}
+
+/// Whose target an example is trained on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Targets {
+    /// The transition's own (the objective).
+    #[default]
+    Own,
+    /// Another transition's of the same iteration, drawn from the objective's own stream: the
+    /// same loss, weight, prompts and budgets, with no information about this transition's
+    /// dynamics (the control).
+    Shuffled,
+}
+
+impl Targets {
+    /// Whether these are the transitions' own targets (configs leave the field out then).
+    pub fn is_own(&self) -> bool {
+        *self == Targets::Own
+    }
+
+    /// For each of `n` examples, the transition whose target it is trained on: itself, or under
+    /// [`Targets::Shuffled`] another one drawn uniformly from `rng` (`None` with fewer than two:
+    /// there is no other, so no example).
+    pub fn donors(self, n: usize, rng: &mut ChaCha8Rng) -> Option<Vec<usize>> {
+        match self {
+            Targets::Own => Some((0..n).collect()),
+            Targets::Shuffled if n < 2 => None,
+            Targets::Shuffled => Some(
+                (0..n)
+                    .map(|i| {
+                        let j = rng.random_range(0..n - 1);
+                        if j >= i { j + 1 } else { j }
+                    })
+                    .collect(),
+            ),
+        }
+    }
 }
 
 /// Settings shared by state prediction and inverse dynamics. The world's own facts (its
@@ -185,10 +224,23 @@ impl TransitionFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn shuffled_targets_come_from_another_transition() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        assert_eq!(Targets::Own.donors(3, &mut rng), Some(vec![0, 1, 2]));
+        assert_eq!(Targets::Shuffled.donors(1, &mut rng), None);
+        let donors = Targets::Shuffled.donors(500, &mut rng).unwrap();
+        assert!(donors.iter().enumerate().all(|(i, &d)| d != i && d < 500));
+        // Every other transition is a donor now and then (uniform draws, not a fixed shift).
+        let distinct: std::collections::BTreeSet<usize> = donors.iter().copied().collect();
+        assert!(distinct.len() > 250, "{}", distinct.len());
+        assert_eq!(Targets::Shuffled.donors(2, &mut rng), Some(vec![1, 0]));
+    }
     use crate::test_support::batch;
     use crate::{InverseDynamics, StatePrediction, WordTokenizer};
     use envrl::AuxObjective;
-    use rand::SeedableRng;
 
     /// One won trajectory: a move, an invalid step, a no-op, and the winning terminal step.
     fn trajectory() -> RolloutBatch {
@@ -312,6 +364,46 @@ mod tests {
         assert_eq!(
             tok.decode(&id[0].row.target),
             "<action>go to desk 1</action>"
+        );
+    }
+
+    #[test]
+    fn the_shuffled_control_keeps_the_prompts_and_takes_another_transitions_target() {
+        let b = trajectory();
+        let corpus = [
+            crate::state_prediction_prompt("ALFRED household", "put a mug in desk.", "", ""),
+            "You are in a room. You arrive at desk 1. You move the mug 1 to the desk 1.".into(),
+            "<action>go to desk 1</action> <action>move mug 1 to desk 1</action>".into(),
+            crate::inverse_dynamics_prompt("ALFRED household", "", "", "", None),
+        ];
+        let tok = WordTokenizer::from_corpus(corpus.iter().map(String::as_str));
+        let world = alfworld();
+        let own = |objective: &dyn AuxObjective| {
+            objective.examples(&b, &world, &tok, &mut ChaCha8Rng::seed_from_u64(0))
+        };
+        let sp = crate::AuxConfig::from_name("state_prediction").unwrap();
+        let control = sp.clone().shuffled().unwrap();
+        assert_eq!(control.label(), "state_prediction:shuffled(cosine 0.2)");
+        let (real, shuffled) = (own(&*sp.build()), own(&*control.build()));
+        assert_eq!(control.build().name(), "state_prediction_shuffled");
+        // Two eligible transitions: each example keeps its prompt and takes the other's target.
+        assert_eq!(shuffled.len(), 2);
+        for (i, x) in shuffled.iter().enumerate() {
+            assert_eq!(x.row.context, real[i].row.context);
+            assert_eq!(x.row.target, real[1 - i].row.target);
+        }
+        let id = crate::AuxConfig::from_name("inverse_dynamics").unwrap();
+        let (real, shuffled) = (own(&*id.build()), own(&*id.shuffled().unwrap().build()));
+        assert_eq!(
+            tok.decode(&shuffled[0].row.target),
+            "<action>move mug 1 to desk 1</action>"
+        );
+        assert_eq!(shuffled[0].row.context, real[0].row.context);
+        // The in-sequence objective has no control.
+        assert!(
+            crate::AuxConfig::from_name("in_sequence")
+                .and_then(|c| c.shuffled())
+                .is_none()
         );
     }
 

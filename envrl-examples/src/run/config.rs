@@ -440,7 +440,8 @@ impl RunConfig {
 }
 
 impl RunConfig {
-    /// One `--aux` item: `NAME` or `NAME=λ0`.
+    /// One `--aux` item: `NAME` or `NAME=λ0`, where `NAME` may end in `:shuffled` (the
+    /// objective's shuffled-target control).
     fn aux_from_arg(&self, item: &str) -> Result<AuxConfig> {
         let (name, lambda0) = match item.split_once('=') {
             Some((name, value)) => {
@@ -456,11 +457,25 @@ impl RunConfig {
             }
             None => (item, None),
         };
+        let (name, variant) = match name.split_once(':') {
+            Some((name, variant)) => (name, Some(variant)),
+            None => (name, None),
+        };
         let config = AuxConfig::from_name(name).with_context(|| {
             let mut known = AuxConfig::NAMES.to_vec();
             known.push("none");
             unknown("auxiliary objective", name, &known)
         })?;
+        let config = match variant {
+            None => config,
+            Some("shuffled") => config.shuffled().with_context(|| {
+                format!("--aux `{item}`: {name} has no shuffled-target control")
+            })?,
+            Some(other) => bail!(
+                "--aux `{item}`: unknown variant `{other}` of {name}; expected `{name}` or \
+                 `{name}:shuffled`"
+            ),
+        };
         Ok(match lambda0 {
             Some(lambda0) => config.with_lambda0(lambda0),
             None => config,
@@ -723,6 +738,44 @@ mod tests {
         let text = "[[aux]]\nname = \"state_prediction\"\nschedule = { kind = \"none\" }\n";
         let parsed: AlgorithmConfig = toml::from_str(text).unwrap();
         assert_eq!(*parsed.aux[0].schedule(), Schedule::None);
+    }
+
+    #[test]
+    fn the_shuffled_control_is_selected_from_the_command_line_and_measured_objectives_beside_it() {
+        let config = RunConfig::cpu_tiny(Alfworld)
+            .unwrap()
+            .with_algorithm(
+                None,
+                Some("state_prediction:shuffled=0.2,state_prediction=0,inverse_dynamics:shuffled"),
+            )
+            .unwrap();
+        assert_eq!(
+            config.algorithm.label(),
+            "grpo + state_prediction:shuffled(cosine 0.2) + state_prediction(placebo) + \
+             inverse_dynamics:shuffled(cosine 0.2)"
+        );
+        // Recorded in the config and read back.
+        let back: RunConfig = toml::from_str(&config.to_toml().unwrap()).unwrap();
+        assert_eq!(back.algorithm, config.algorithm);
+        assert!(config.to_toml().unwrap().contains("targets = \"shuffled\""));
+        for (aux, expected) in [
+            ("state_prediction:scrambled", "unknown variant `scrambled`"),
+            (
+                "state_prediction_in_sequence:shuffled",
+                "has no shuffled-target control",
+            ),
+            (
+                "state_prediction,state_prediction=0",
+                "two objectives named `state_prediction`",
+            ),
+        ] {
+            let err = RunConfig::cpu_tiny(Alfworld)
+                .unwrap()
+                .with_algorithm(None, Some(aux))
+                .and_then(|c| c.with_overrides(&["trainer.seed=1".into()]))
+                .unwrap_err();
+            assert!(format!("{err:#}").contains(expected), "{aux}: {err:#}");
+        }
     }
 
     #[test]
