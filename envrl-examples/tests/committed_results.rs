@@ -29,26 +29,50 @@ fn committed_comparisons_are_rebuilt_exactly_from_the_committed_runs() {
             .collect();
         runs.sort();
         let out = tempfile::tempdir().unwrap();
-        let rebuilt = envrl_examples::run::compare(&runs, out.path(), None, None).unwrap();
-        let committed = std::fs::read_to_string(experiment.join("comparison.md")).unwrap();
-        // The order the runs are given in changes nothing.
-        runs.reverse();
-        let reversed = envrl_examples::run::compare(&runs, out.path(), None, None).unwrap();
-        assert_eq!(
-            reversed,
-            rebuilt,
-            "{}: the table depends on the run order",
-            experiment.display()
-        );
-        assert_eq!(
-            rebuilt,
-            committed,
-            "{}: the committed comparison.md differs from what its runs give (rebuild it with \
-             `envrl compare {}/*/ --output {}`)",
-            experiment.display(),
-            experiment.display(),
-            experiment.display()
-        );
+        // comparison.md, and any further comparison-*.md (the same runs against another
+        // baseline), each rebuilt against the baseline it names.
+        let mut tables: Vec<PathBuf> = std::fs::read_dir(experiment)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.starts_with("comparison") && name.ends_with(".md")
+            })
+            .collect();
+        tables.sort();
+        for table in tables {
+            let committed = std::fs::read_to_string(&table).unwrap();
+            let baseline = committed
+                .split_once("Baseline: `")
+                .and_then(|(_, rest)| rest.split_once("`."))
+                .map(|(label, _)| label.to_string());
+            let file = table.file_name().unwrap().to_string_lossy().into_owned();
+            let compare = |runs: &[PathBuf]| {
+                envrl_examples::run::compare(runs, out.path(), None, baseline.as_deref(), &file)
+                    .unwrap()
+            };
+            let rebuilt = compare(&runs);
+            // The order the runs are given in changes nothing.
+            runs.reverse();
+            assert_eq!(
+                compare(&runs),
+                rebuilt,
+                "{}: the table depends on the run order",
+                table.display()
+            );
+            assert_eq!(
+                rebuilt,
+                committed,
+                "{}: the committed table differs from what its runs give (rebuild it with \
+                 `envrl compare {}/*/ --output {} --file-name {file}`{})",
+                table.display(),
+                experiment.display(),
+                experiment.display(),
+                baseline
+                    .map(|b| format!(" --baseline '{b}'"))
+                    .unwrap_or_default()
+            );
+        }
     }
     println!("{} committed comparisons rebuilt", experiments.len());
 }

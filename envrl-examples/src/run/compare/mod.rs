@@ -245,11 +245,11 @@ fn mean_curve(
     (curve, band)
 }
 
-/// Writes `comparison.md` and the curves with their bands (`compare-success`, `compare-eval`,
-/// `compare-aux-loss`, SVG and PNG) into `out`; returns the Markdown. The final held-out
-/// results come from each run's `eval.json` and `eval-outcomes.json`, or
-/// `eval-<split>.json` with `split`. Paired differences are taken against the arm labelled
-/// `baseline`, by default the one without objectives.
+/// Writes the comparison as `file_name` (`comparison.md` for the runs' own) and the curves with
+/// their bands (`compare-success`, `compare-eval`, `compare-aux-loss`, SVG and PNG) into `out`;
+/// returns the Markdown. The final held-out results come from each run's `eval.json` and
+/// `eval-outcomes.json`, or `eval-<split>.json` with `split`. Paired differences are taken
+/// against the arm labelled `baseline`, by default the one that trains no objective.
 ///
 /// # Errors
 /// When a run directory cannot be read, the baseline is not among the arms, or a file cannot be
@@ -259,6 +259,7 @@ pub fn compare(
     out: &Path,
     split: Option<&str>,
     baseline: Option<&str>,
+    file_name: &str,
 ) -> Result<String> {
     if dirs.is_empty() {
         bail!("no run directories given");
@@ -351,7 +352,7 @@ pub fn compare(
         let title = "Objectives' losses (placebos measured, not trained)";
         write_plot(out, "compare-aux-loss", title, &curves, &bands)?;
     }
-    let path = out.join("comparison.md");
+    let path = out.join(file_name);
     std::fs::write(&path, &markdown).with_context(|| format!("writing {}", path.display()))?;
     Ok(markdown)
 }
@@ -427,7 +428,8 @@ mod tests {
             fake_run(root.path(), "state_prediction", 0, &[t, t, f, f]),
             fake_run(root.path(), "state_prediction", 1, &[t, t, t, f]),
         ];
-        let markdown = compare(&dirs, &root.path().join("out"), None, None).unwrap();
+        let markdown =
+            compare(&dirs, &root.path().join("out"), None, None, "comparison.md").unwrap();
         println!("{markdown}");
         // GRPO: 25 % and 50 %, mean 37.5 %; the objective wins one more task per seed, so every
         // paired difference is +25 points or 0 and the mean is +25.
@@ -468,7 +470,14 @@ mod tests {
             fake_run(root.path(), "none", 2, &[f, f]),
             fake_run(root.path(), "state_prediction", 2, &[t, t]),
         ];
-        let markdown = compare(&same, &root.path().join("same"), None, None).unwrap();
+        let markdown = compare(
+            &same,
+            &root.path().join("same"),
+            None,
+            None,
+            "comparison.md",
+        )
+        .unwrap();
         // One seed: the only spread is its games', and the table says so.
         assert!(
             markdown
@@ -476,15 +485,21 @@ mod tests {
             "{markdown}"
         );
 
-        let err = compare(&dirs, root.path(), None, Some("ppo")).unwrap_err();
+        let err = compare(&dirs, root.path(), None, Some("ppo"), "comparison.md").unwrap_err();
         assert!(format!("{err:#}").contains("no arm `ppo`"), "{err:#}");
         let twice = vec![dirs[0].clone(), dirs[0].clone()];
-        let err = compare(&twice, root.path(), None, None).unwrap_err();
+        let err = compare(&twice, root.path(), None, None, "comparison.md").unwrap_err();
         assert!(
             format!("{err:#}").contains("give each seed once"),
             "{err:#}"
         );
-        let missing = compare(&[root.path().join("nothing")], root.path(), None, None);
+        let missing = compare(
+            &[root.path().join("nothing")],
+            root.path(),
+            None,
+            None,
+            "comparison.md",
+        );
         assert!(format!("{:#}", missing.unwrap_err()).contains("nothing"));
     }
 
@@ -499,7 +514,7 @@ mod tests {
         config.env = crate::run::EnvName::Webshop.default_config();
         std::fs::write(b.join("config.toml"), config.to_toml().unwrap()).unwrap();
         let out = root.path().join("out");
-        let err = compare(&[a.clone(), b.clone()], &out, None, None).unwrap_err();
+        let err = compare(&[a.clone(), b.clone()], &out, None, None, "comparison.md").unwrap_err();
         assert!(
             format!("{err:#}").contains("one environment at a time"),
             "{err:#}"
@@ -507,10 +522,10 @@ mod tests {
         // A run with no iterations gives no NaN table.
         let c = fake_run(root.path(), "none", 2, &[t, f]);
         std::fs::write(c.join("metrics.jsonl"), "").unwrap();
-        let err = compare(&[a.clone(), c], &out, None, None).unwrap_err();
+        let err = compare(&[a.clone(), c], &out, None, None, "comparison.md").unwrap_err();
         assert!(format!("{err:#}").contains("no iterations"), "{err:#}");
         // The comparison is not written into a run directory.
-        let err = compare(std::slice::from_ref(&a), &a, None, None).unwrap_err();
+        let err = compare(std::slice::from_ref(&a), &a, None, None, "comparison.md").unwrap_err();
         assert!(format!("{err:#}").contains("run directory"), "{err:#}");
         assert!(!a.join("comparison.md").exists());
     }
@@ -551,7 +566,7 @@ mod tests {
             .unwrap();
         }
         let out = root.path().join("seen");
-        let markdown = compare(&dirs, &out, Some("valid_seen"), None).unwrap();
+        let markdown = compare(&dirs, &out, Some("valid_seen"), None, "comparison.md").unwrap();
         // No per-episode outcomes for that split: intervals over seeds only, and said so.
         assert!(
             markdown.contains("| grpo | 2 | 80.0 [80.0, 80.0] |"),
@@ -561,7 +576,8 @@ mod tests {
             markdown.contains("Without eval-outcomes.json"),
             "{markdown}"
         );
-        let missing = compare(&dirs, &out, Some("valid_unseen"), None).unwrap_err();
+        let missing =
+            compare(&dirs, &out, Some("valid_unseen"), None, "comparison.md").unwrap_err();
         assert!(
             format!("{missing:#}").contains("eval-valid_unseen.json"),
             "{missing:#}"

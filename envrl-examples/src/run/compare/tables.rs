@@ -51,6 +51,16 @@ fn seed_interval(per_seed_games: &[Vec<f64>]) -> String {
     }
 }
 
+/// Whether every objective of the arm is measured only (a placebo at weight 0).
+fn trains_no_objective(arm: &Arm<'_>) -> bool {
+    arm.runs[0]
+        .config
+        .algorithm
+        .aux
+        .iter()
+        .all(|a| *a.schedule() == envrl::Schedule::None)
+}
+
 /// Each of `arm`'s runs paired with the baseline's run of the same seed: (seed, the arm's
 /// outcome minus the baseline's on each shared held-out task).
 fn paired_seeds(arm: &Arm<'_>, base: &Arm<'_>) -> Vec<(u64, Vec<f64>)> {
@@ -81,7 +91,11 @@ pub fn comparison_markdown(runs: &[FinishedRun], baseline: Option<&str>) -> Resu
     let arms = arms(runs)?;
     let base = match baseline {
         Some(label) => arms.iter().find(|a| a.label == label),
-        None => arms.iter().find(|a| !a.label.contains(" + ")),
+        // The arm that trains no objective: plain, else one that only measures them.
+        None => arms
+            .iter()
+            .find(|a| !a.label.contains(" + "))
+            .or_else(|| arms.iter().find(|a| trains_no_objective(a))),
     };
     let scored = runs.iter().any(|r| r.overall().score.is_some());
     let mut out = String::new();
