@@ -34,15 +34,19 @@ fn interval(e: Option<Estimate>) -> String {
     }
 }
 
+/// Each seed's mean over its games (seeds without games left out).
+fn seed_means<'a>(per_seed_games: impl IntoIterator<Item = &'a Vec<f64>>) -> Vec<f64> {
+    per_seed_games
+        .into_iter()
+        .filter(|g| !g.is_empty())
+        .map(|g| mean_std(g).0)
+        .collect()
+}
+
 /// The headline interval of per-seed values: Student's t over seeds; with one seed, the only
 /// spread there is, its games' (bootstrap), marked as such.
 fn seed_interval(per_seed_games: &[Vec<f64>]) -> String {
-    let per_seed: Vec<f64> = per_seed_games
-        .iter()
-        .filter(|g| !g.is_empty())
-        .map(|g| mean_std(g).0)
-        .collect();
-    match seed_t_interval(&per_seed) {
+    match seed_t_interval(&seed_means(per_seed_games)) {
         Some(e) => interval(Some(e)),
         None => match hierarchical_bootstrap(per_seed_games, BOOTSTRAP_SEED) {
             Some(e) => format!("{} (one seed: games only)", interval(Some(e))),
@@ -123,7 +127,7 @@ pub fn comparison_markdown(runs: &[FinishedRun], baseline: Option<&str>) -> Resu
             Some(b) => {
                 let pairs: Vec<Vec<f64>> =
                     paired_seeds(arm, b).into_iter().map(|(_, d)| d).collect();
-                let per_seed: Vec<f64> = pairs.iter().map(|d| mean_std(d).0).collect();
+                let per_seed = seed_means(&pairs);
                 let mde = minimum_detectable_effect(mean_std(&per_seed).1, per_seed.len())
                     .map_or("–".into(), |m| format!("{:.1}", 100.0 * m));
                 match pairs.len() {
@@ -201,10 +205,8 @@ pub fn comparison_markdown(runs: &[FinishedRun], baseline: Option<&str>) -> Resu
 fn power(arms: &[Arm<'_>], base: &Arm<'_>) -> String {
     let mut rows = String::new();
     for arm in arms.iter().filter(|a| a.label != base.label) {
-        let per_seed: Vec<f64> = paired_seeds(arm, base)
-            .iter()
-            .map(|(_, d)| mean_std(d).0)
-            .collect();
+        let pairs = paired_seeds(arm, base);
+        let per_seed = seed_means(pairs.iter().map(|(_, d)| d));
         if per_seed.len() < 2 {
             continue;
         }
