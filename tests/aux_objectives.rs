@@ -120,7 +120,7 @@ fn the_composed_objective_trains_with_every_part_on() {
     settings.algorithm.aux = envrl_examples::keydoor::envrl_objectives();
     let mut run = build(&settings, &Device::flex()).unwrap();
     for _ in 0..2 {
-        let m = run.trainer.train_iteration();
+        let m = run.trainer.train_iteration().unwrap();
         for name in [
             "loss/policy",
             "loss/kl",

@@ -60,13 +60,13 @@ fn save_load_continue_matches(settings: fn() -> KeyDoorSettings) {
     let device = Device::flex();
     let mut straight = build(&settings(), &device).unwrap();
     for _ in 0..3 {
-        straight.trainer.train_iteration();
+        straight.trainer.train_iteration().unwrap();
     }
 
     let dir = tempfile::tempdir().unwrap();
     let mut first = build(&settings(), &device).unwrap();
     first.trainer = first.trainer.with_checkpoint_dir(dir.path());
-    first.trainer.train_iteration();
+    first.trainer.train_iteration().unwrap();
     let path = first.trainer.save_checkpoint().unwrap().unwrap();
     drop(first);
 
@@ -74,7 +74,7 @@ fn save_load_continue_matches(settings: fn() -> KeyDoorSettings) {
     resumed.trainer.resume(&path).unwrap();
     assert_eq!(resumed.trainer.iteration(), 1);
     for _ in 0..2 {
-        resumed.trainer.train_iteration();
+        resumed.trainer.train_iteration().unwrap();
     }
     let a = flat_params(straight.trainer.policy());
     let b = flat_params(resumed.trainer.policy());
@@ -98,7 +98,7 @@ fn an_iteration_already_saved_is_not_written_again() {
     let dir = tempfile::tempdir().unwrap();
     let mut run = build(&settings(), &Device::flex()).unwrap();
     run.trainer = run.trainer.with_checkpoint_dir(dir.path());
-    run.trainer.train_iteration();
+    run.trainer.train_iteration().unwrap();
     let path = run.trainer.save_checkpoint().unwrap().unwrap();
     let inode = |p: &std::path::Path| std::fs::metadata(p.join("model.bpk")).unwrap().ino();
     let first = inode(&path);

@@ -176,7 +176,7 @@ fn a_world_defined_here_trains_through_the_public_path_with_its_facts_reaching_t
     .build(model)
     .unwrap();
     for _ in 0..2 {
-        let m = trainer.train_iteration();
+        let m = trainer.train_iteration().unwrap();
         assert!(m.value(metric_names::EPISODE_SUCCESS).unwrap().is_finite());
         for name in ["state_prediction", "inverse_dynamics"] {
             assert!(m.value(&metric_names::aux_loss(name)).unwrap().is_finite());

@@ -91,7 +91,7 @@ fn non_finite_rewards_are_counted_and_never_reach_the_parameters() {
             ..Default::default()
         };
         let mut trainer = nan_trainer(&algorithm);
-        let metrics = trainer.train_iteration();
+        let metrics = trainer.train_iteration().unwrap();
         let poisoned = metrics.values["advantage/nonfinite_rows"];
         assert!(poisoned > 0.0, "{name}: {:?}", metrics.values);
         assert!(
@@ -203,7 +203,7 @@ fn auxiliary_examples_longer_than_the_limit_are_dropped_and_counted() {
         }
     }
     let mut run = build(&settings, &Device::flex()).unwrap();
-    let metrics = run.trainer.train_iteration();
+    let metrics = run.trainer.train_iteration().unwrap();
     for name in ["state_prediction", "inverse_dynamics"] {
         let dropped = metrics.values[&format!("aux/dropped/{name}")];
         assert!(dropped > 0.0, "{name}: {:?}", metrics.values);

@@ -70,7 +70,7 @@ fn recomputed_old_logprobs_are_the_rollouts_when_the_acting_copy_is_the_learner(
     settings.trainer.iterations = 1;
     settings.trainer.recompute_old_logprobs = Some(true);
     let mut run = build(&settings, &Device::flex()).unwrap();
-    let metrics = run.trainer.train_iteration();
+    let metrics = run.trainer.train_iteration().unwrap();
     let mismatch = metrics.get(names::LOGPROB_MISMATCH).unwrap();
     // The same weights score what they sampled: only the batch's float order differs.
     assert!(mismatch < 1e-5, "{mismatch}");

@@ -54,7 +54,7 @@ fn run(
                 .evaluate(settings.trainer.eval_episodes)
                 .success_rate
         });
-        let mut m = run.trainer.train_iteration();
+        let mut m = run.trainer.train_iteration().unwrap();
         if let Some(success) = eval {
             m.set("eval/success", success);
         }
@@ -143,7 +143,7 @@ fn first_update(micro: usize, aggregation: LossAggregation) -> (Vec<f32>, Iterat
     settings.trainer.micro_batch_rows = micro;
     settings.trainer.loss_aggregation = aggregation;
     let mut run = build(&settings, &Device::flex()).unwrap();
-    let metrics = run.trainer.train_iteration();
+    let metrics = run.trainer.train_iteration().unwrap();
     assert_eq!(metrics.get("optim/steps"), Some(1.0));
     (flat_params(run.trainer.policy()), metrics)
 }
@@ -182,7 +182,7 @@ fn gradient_diagnostics_measure_each_source_apart() {
     settings.trainer.iterations = 1;
     settings.trainer.grad_diagnostics_every = 1;
     let mut run = build(&settings, &Device::flex()).unwrap();
-    let m = run.trainer.train_iteration();
+    let m = run.trainer.train_iteration().unwrap();
     let actor = m.get("grad/actor_norm").expect("grad/actor_norm");
     let mut sum = actor;
     for name in ["state_prediction", "inverse_dynamics"] {
@@ -206,6 +206,7 @@ fn gradient_diagnostics_measure_each_source_apart() {
         plain
             .trainer
             .train_iteration()
+            .unwrap()
             .get("grad/actor_norm")
             .is_none()
     );

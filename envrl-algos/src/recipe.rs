@@ -44,7 +44,7 @@
 //!     extra_aux: Vec::new(),
 //! }
 //! .build(model)?;
-//! let metrics = trainer.train_iteration();
+//! let metrics = trainer.train_iteration()?;
 //! assert_eq!(metrics.iteration, 0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

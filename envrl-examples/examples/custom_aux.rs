@@ -142,7 +142,7 @@ fn main() -> Result<()> {
 
     // Train and watch the new loss fall while the agent learns.
     for _ in 0..iterations {
-        let m = trainer.train_iteration();
+        let m = trainer.train_iteration()?;
         println!(
             "iter {:>3}  success {:.2}  loss/aux/reward_prediction {:.3}",
             m.iteration,

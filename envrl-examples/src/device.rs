@@ -63,7 +63,14 @@ pub const DEVICE_HELP: &str = "cpu, tch-cpu, tch-cuda:N, wgpu or cuda:N";
 impl FromStr for DeviceName {
     type Err = anyhow::Error;
 
+    /// `{local_rank}` in an index stands for this process's rank on its node in an MPI job
+    /// (`cuda:{local_rank}`: one GPU per rank), 0 outside one.
     fn from_str(name: &str) -> Result<Self> {
+        let local = name.replace(
+            "{local_rank}",
+            &envrl::distributed::local_rank().to_string(),
+        );
+        let name = local.as_str();
         let index = |s: &str| -> Result<usize> {
             s.parse()
                 .map_err(|_| anyhow::anyhow!("bad device index in `{name}`"))
@@ -162,7 +169,8 @@ fn cuda(_: usize) -> Result<Device> {
 #[derive(Args, Debug, Clone, Copy)]
 pub struct DeviceArgs {
     /// Device: cpu, tch-cpu, tch-cuda:N, wgpu or cuda:N (the last three need the Cargo
-    /// feature of the same backend).
+    /// feature of the same backend); N may be `{local_rank}`, the rank's index on its node
+    /// in an MPI job.
     #[arg(long, default_value = "cpu", value_parser = parse_device)]
     pub device: DeviceName,
     /// Float type of the weights, activations and gradients [default: f32, or the run

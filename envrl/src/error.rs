@@ -41,6 +41,14 @@ pub enum Error {
         /// The names it has, comma-separated.
         known: String,
     },
+    /// A data-parallel exchange between ranks failed (see [`crate::distributed`]).
+    #[error("rank {rank}: {reason}")]
+    Distributed {
+        /// The rank that saw the failure.
+        rank: usize,
+        /// What failed, naming the exchange and, where known, the other rank.
+        reason: String,
+    },
     /// An I/O error on a named file.
     #[error("{path}: {source}")]
     Io {
@@ -57,6 +65,14 @@ impl Error {
     pub fn config(field: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidConfig {
             field,
+            reason: reason.into(),
+        }
+    }
+
+    /// Builds an [`Error::Distributed`] seen by `rank`.
+    pub fn distributed(rank: usize, reason: impl Into<String>) -> Self {
+        Error::Distributed {
+            rank,
             reason: reason.into(),
         }
     }

@@ -6,7 +6,15 @@ fn main() -> anyhow::Result<()> {
     restore_sigpipe();
     envrl_examples::keep_freed_memory();
     envrl_examples::init_logging();
-    envrl_examples::cli::Cli::parse().run()
+    let cli = envrl_examples::cli::Cli::parse();
+    // `mpirun -np N envrl train …`: one rank of a data-parallel run (the `mpi` feature).
+    let ranks = envrl_examples::run::Ranks::from_launcher()?;
+    let result = cli.run(&ranks);
+    if let Err(error) = &result {
+        // In an MPI job this ends every rank, naming this one and the error.
+        ranks.fail(error);
+    }
+    result
 }
 
 /// Ends quietly when the reader of standard output goes away (`envrl compare … | head`), as

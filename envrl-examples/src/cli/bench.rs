@@ -91,7 +91,8 @@ impl BenchArgs {
                     .tempdir()
                     .context("creating a scratch run directory")?;
                 let iterations = train.iterations_flag().unwrap_or(2);
-                let (config, options) = train.into_run(|_| scratch.path().join("run"))?;
+                let (config, options) =
+                    train.into_run(&crate::run::Ranks::Single, |_| scratch.path().join("run"))?;
                 crate::bench::bench_iteration(config, options, iterations)
             }
         }

@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 
 use super::DeviceArgs;
-use crate::run::{EnvName, ModelSource, Preset, RunConfig, RunMode, RunOptions};
+use crate::run::{EnvName, ModelSource, Preset, Ranks, RunConfig, RunMode, RunOptions};
 
 /// Evaluate the latest checkpoint of a run directory on its held-out tasks, or with `--model`
 /// a model file (a pretrained model, an `envrl export`) as it is.
@@ -48,9 +48,9 @@ impl EvalArgs {
     ///
     /// # Errors
     /// As [`crate::run::evaluate`], or when the run is of another environment.
-    pub fn run(self) -> Result<()> {
+    pub fn run(self, ranks: &Ranks) -> Result<()> {
         if let Some(model) = self.model.clone() {
-            return self.evaluate_model(model);
+            return self.evaluate_model(model, ranks);
         }
         let config = RunConfig::from_toml_file(&self.output_dir.join("config.toml"))?;
         if config.env.name() != self.env {
@@ -73,13 +73,14 @@ impl EvalArgs {
             quiet: self.quiet,
             mode: RunMode::Evaluate,
             eval_tag: None,
+            ranks: ranks.clone(),
         };
         crate::run::evaluate(config, &options, self.split.as_deref())?;
         Ok(())
     }
 
     /// `--model`: the config from --config or --preset, the model from --model.
-    fn evaluate_model(self, model: ModelSource) -> Result<()> {
+    fn evaluate_model(self, model: ModelSource, ranks: &Ranks) -> Result<()> {
         let mut config = RunConfig::from_flags(self.config.as_deref(), self.preset, self.env)?
             .with_overrides(&self.overrides)?;
         if let Some(split) = &self.split {
@@ -99,6 +100,7 @@ impl EvalArgs {
             quiet: self.quiet,
             mode: RunMode::Evaluate,
             eval_tag: None,
+            ranks: ranks.clone(),
         };
         let summary = crate::run::evaluate_model(&config, &options)?;
         if let Some(all) = summary.table.last() {

@@ -16,6 +16,8 @@ pub(crate) use train::TrainArgs;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+use crate::run::Ranks;
+
 pub use crate::device::DeviceArgs;
 
 /// Train and evaluate LLM agents with EnvRL.
@@ -55,10 +57,10 @@ impl Cli {
     ///
     /// # Errors
     /// As the command.
-    pub fn run(self) -> Result<()> {
+    pub fn run(self, ranks: &Ranks) -> Result<()> {
         match self.command {
-            Command::Train(args) => args.run(),
-            Command::Eval(args) => args.run(),
+            Command::Train(args) => args.run(ranks),
+            Command::Eval(args) => args.run(ranks),
             Command::Export(args) => args.run(),
             Command::Replay(args) => args.run(),
             Command::Lm(args) => args.run(),

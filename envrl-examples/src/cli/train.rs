@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::DeviceArgs;
 use crate::run::{
-    EnvName, ModelSource, Preset, RunConfig, RunMode, RunOptions, default_run_dir, unix_time,
+    EnvName, ModelSource, Preset, Ranks, RunConfig, RunMode, RunOptions, default_run_dir, unix_time,
 };
 
 /// Train an agent: warm start on expert demonstrations, then RL (+ EnvRL objectives).
@@ -115,6 +115,7 @@ impl TrainArgs {
     /// As [`RunArgs::config`], or when the device is not available.
     pub(crate) fn into_run(
         self,
+        ranks: &Ranks,
         default_dir: impl FnOnce(&RunConfig) -> PathBuf,
     ) -> Result<(RunConfig, RunOptions)> {
         let args = self.run;
@@ -136,6 +137,7 @@ impl TrainArgs {
                 RunMode::Train
             },
             eval_tag: None,
+            ranks: ranks.clone(),
         };
         Ok((config, options))
     }
@@ -144,8 +146,9 @@ impl TrainArgs {
     ///
     /// # Errors
     /// As [`crate::run::train`].
-    pub fn run(self) -> Result<()> {
-        let (config, options) = self.into_run(|config| default_run_dir(config, unix_time()))?;
+    pub fn run(self, ranks: &Ranks) -> Result<()> {
+        let (config, options) =
+            self.into_run(ranks, |config| default_run_dir(config, unix_time()))?;
         let summary = crate::run::train(&config, &options)?;
         if !options.quiet {
             println!("done in {:.0} s", summary.wall_s);

@@ -14,6 +14,7 @@ mod evaluation;
 mod export;
 mod model;
 mod presets;
+mod ranks;
 mod report;
 mod run_dir;
 mod warm_start;
@@ -36,6 +37,7 @@ pub use envs::{
 };
 pub use export::{checkpoint_to_export, export_run};
 pub use presets::Preset;
+pub use ranks::Ranks;
 pub use report::{
     EpisodeOutcome, EvalRow, episode_outcomes, episode_transcripts, eval_markdown, eval_table,
     plot_history,
@@ -70,6 +72,8 @@ pub struct RunOptions {
     /// Names the evaluation files `eval-<tag>.md`, `.json` and `-episodes.txt` instead of
     /// `eval.md`, … (an evaluation on another split keeps the run's own).
     pub eval_tag: Option<String>,
+    /// This process's rank in a data-parallel run ([`Ranks::Single`] alone).
+    pub ranks: Ranks,
 }
 
 /// How much of a run happens.
@@ -105,7 +109,34 @@ pub fn train(config: &RunConfig, options: &RunOptions) -> Result<RunSummary> {
     if options.mode == RunMode::WarmStartOnly {
         check_warm_start_only(config, options)?;
     }
+    let ranks = &options.ranks;
+    ranks.check_same("config", &config.to_toml()?)?;
     let setup = config.env.setup(&config.facts())?;
+    // Rank 0 writes the run directory; the others write into a scratch one, removed at the end.
+    let scratch = match ranks.writes() {
+        true => None,
+        false => Some(
+            tempfile::Builder::new()
+                .prefix(&format!("envrl-rank-{}-", ranks.rank()))
+                .tempdir()
+                .context("creating a scratch directory")?,
+        ),
+    };
+    let scratch_options;
+    let options = match &scratch {
+        None => options,
+        Some(dir) => {
+            scratch_options = RunOptions {
+                output_dir: dir.path().join("run"),
+                resume: false,
+                force: true,
+                allow_config_change: true,
+                quiet: true,
+                ..options.clone()
+            };
+            &scratch_options
+        }
+    };
     Run {
         config,
         options,
@@ -155,6 +186,7 @@ pub fn run_example(env: EnvName) -> Result<()> {
         quiet: false,
         mode: RunMode::Train,
         eval_tag: None,
+        ranks: Ranks::default(),
     };
     let summary = train(&config, &options)?;
     let after = summary.table.last().map_or(0.0, |r| r.success);
@@ -274,7 +306,9 @@ impl Run<'_> {
         let (config, options) = (self.config, self.options);
         let dir = &options.output_dir;
         let _lock = RunLock::acquire(dir)?;
-        let plan = self.prepare()?;
+        let mut plan = self.prepare()?;
+        // Every rank resumes from the one writer's checkpoint.
+        plan.resume_from = options.ranks.from_rank_zero(&plan.resume_from)?;
         self.say(format!("tasks: {}", setup.reporting.source));
         // Everything that can fail on bad input (config, data, model file, memory) is checked
         // by the end of this step: only then does the run touch its directory.
@@ -322,7 +356,8 @@ impl Run<'_> {
             extra_aux: Vec::new(),
         }
         .build(model)?
-        .with_checkpoint_dir(dir.join("checkpoints"));
+        .with_checkpoint_dir(dir.join("checkpoints"))
+        .with_gradient_sync(options.ranks.gradient_sync());
         let evaluation = Evaluation {
             reporting: &reporting,
             dir,
@@ -343,7 +378,7 @@ impl Run<'_> {
     /// settings.
     fn prepare(&self) -> Result<DirPlan> {
         let plan = DirPlan::decide(self.options)?;
-        if self.trains() && plan.resume_from.is_some() {
+        if self.trains() && plan.resume_from.is_some() && self.options.ranks.writes() {
             check_resume_config(
                 &self.options.output_dir,
                 self.config,

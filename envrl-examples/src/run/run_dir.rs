@@ -338,6 +338,7 @@ mod tests {
             allow_config_change: false,
             device: burn::tensor::Device::flex(),
             quiet: true,
+            ranks: Default::default(),
             mode,
             eval_tag: None,
         };

@@ -1,11 +1,16 @@
 //! Runs one planned [`OptimizerStep`]: the micro-batches' losses with the plan's weights,
-//! gradients summed, clipped, one AdamW step, or none when anything is not finite.
+//! gradients summed, clipped, one AdamW step, or none when anything is not finite. With several
+//! ranks, each computes its share of every micro-batch and the ranks sum their gradients and
+//! statistics before the identical clip and step.
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
+use serde::{Deserialize, Serialize};
 
 use crate::auxiliary::AuxObjective;
+use crate::distributed::{GradientSync, sum_gradients};
+use crate::error::{Error, Result};
 use crate::policy::{Policy, ScoreRow};
 use crate::trainer::metric_names as names;
 use crate::trainer::{
@@ -32,10 +37,12 @@ pub struct StepRunner<'a, P: Policy> {
     pub learning_rate: f64,
     /// The global gradient-norm clip.
     pub max_grad_norm: f64,
+    /// The exchange with the other ranks computing this step ([`crate::distributed`]).
+    pub sync: &'a dyn GradientSync,
 }
 
 /// The result of one optimizer step.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepReport {
     /// The step's named values: the actor loss's statistics, `loss/aux/<name>`, `loss/total`,
     /// `optim/grad_norm`, and the gradient diagnostics when asked for.
@@ -56,12 +63,16 @@ struct StepGradients<P> {
 impl<P: Policy> StepRunner<'_, P> {
     /// Runs `step` on `batch`. With `diagnose`, the actor's gradient and each objective's
     /// weighted gradient are also measured apart before they are summed (norms and cosines).
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when the exchange with the other ranks fails.
     pub fn run(
         &mut self,
         batch: &LearnerBatch,
         step: &OptimizerStep,
         diagnose: bool,
-    ) -> StepReport {
+    ) -> Result<StepReport> {
+        let (rank, size) = (self.sync.rank(), self.sync.size());
         let mut outcome = StepReport::default();
         let mut grads = StepGradients {
             actor: GradientsAccumulator::new(),
@@ -74,18 +85,38 @@ impl<P: Policy> StepRunner<'_, P> {
                 false => Vec::new(),
             },
         };
-        let mut total = 0.0;
+        let mut total = Some(0.0);
         for micro in &step.micro_batches {
-            let Some(loss) = self.micro_batch(batch, step, micro, &mut grads, &mut outcome) else {
-                log::warn!("non-finite loss; optimizer step skipped");
-                return outcome;
+            let share;
+            let micro = match size {
+                1 => micro,
+                _ => {
+                    share = micro.share(rank, size);
+                    &share
+                }
             };
-            total += loss;
+            match self.micro_batch(batch, step, micro, &mut grads, &mut outcome) {
+                Some(loss) => total = total.map(|t| t + loss),
+                None => {
+                    total = None;
+                    break;
+                }
+            }
         }
+        let Some(total) = self.agree(&mut outcome, total)? else {
+            log::warn!("non-finite loss; optimizer step skipped");
+            return Ok(outcome);
+        };
         add(&mut outcome.stats, names::LOSS_TOTAL, total);
-        let mut summed = grads.actor.grads();
+        let policy = &*self.policy;
+        let mut summed = sum_gradients(policy, grads.actor.grads(), self.sync)?;
         if diagnose {
-            summed = self.diagnose(summed, grads.aux, &mut outcome.stats);
+            let aux = grads
+                .aux
+                .into_iter()
+                .map(|mut a| sum_gradients(policy, a.grads(), self.sync))
+                .collect::<Result<Vec<_>>>()?;
+            summed = self.diagnose(summed, aux, &mut outcome.stats);
         }
         match clip_global_grad_norm(&*self.policy, &mut summed, self.max_grad_norm) {
             Some(norm) => {
@@ -97,7 +128,37 @@ impl<P: Policy> StepRunner<'_, P> {
             }
             None => log::warn!("non-finite gradient norm; optimizer step skipped"),
         }
-        outcome
+        Ok(outcome)
+    }
+
+    /// Sums the ranks' shares of the step's statistics, tokens and total loss (in rank order)
+    /// into `outcome`; the total is `None` when any rank met a non-finite loss. One rank: as
+    /// given.
+    fn agree(&self, outcome: &mut StepReport, total: Option<f64>) -> Result<Option<f64>> {
+        if self.sync.size() == 1 {
+            return Ok(total);
+        }
+        let rank = self.sync.rank();
+        let mine = serde_json::to_vec(&(&*outcome, total))
+            .map_err(|e| Error::distributed(rank, format!("encoding a step report: {e}")))?;
+        let mut merged = StepReport::default();
+        let mut sum = Some(0.0);
+        for (other, bytes) in self.sync.all_gather(&mine)?.iter().enumerate() {
+            let (part, part_total): (StepReport, Option<f64>) = serde_json::from_slice(bytes)
+                .map_err(|e| {
+                    Error::distributed(
+                        rank,
+                        format!("rank {other} sent an unreadable step report: {e}"),
+                    )
+                })?;
+            merged.tokens += part.tokens;
+            for (name, value) in part.stats {
+                add(&mut merged.stats, &name, value);
+            }
+            sum = sum.zip(part_total).map(|(a, b)| a + b);
+        }
+        *outcome = merged;
+        Ok(sum)
     }
 
     /// Scores one micro-batch, back-propagates each weighted part and accumulates its gradient;
@@ -204,11 +265,10 @@ impl<P: Policy> StepRunner<'_, P> {
     fn diagnose(
         &self,
         actor: GradientsParams,
-        aux: Vec<GradientsAccumulator<P>>,
+        aux: Vec<GradientsParams>,
         stats: &mut Vec<(String, f64)>,
     ) -> GradientsParams {
         let policy = &*self.policy;
-        let aux: Vec<GradientsParams> = aux.into_iter().map(|mut a| a.grads()).collect();
         let parts = GradientParts::measure(policy, &actor, &aux);
         let actor_norm = parts.actor_sq.sqrt();
         add(stats, names::GRAD_ACTOR_NORM, actor_norm);

@@ -24,6 +24,8 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use crate::distributed::share_of;
+
 /// How the actor loss of one optimizer step aggregates its tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -81,6 +83,22 @@ pub struct MicroBatch {
     pub row_token_weights: Vec<f64>,
     /// For each objective, the examples it scores.
     pub aux: Vec<Range<usize>>,
+}
+
+impl MicroBatch {
+    /// Rank `rank`'s share of this micro-batch when `size` ranks compute it together: a
+    /// contiguous share of its rows (with their token weights) and of each objective's examples
+    /// ([`crate::distributed::share_of`]). The plan's weights are the step's, so the shares'
+    /// losses add up to the micro-batch's whatever the number of ranks.
+    pub fn share(&self, rank: usize, size: usize) -> MicroBatch {
+        let rows = share_of(&self.rows, rank, size);
+        let offset = rows.start - self.rows.start;
+        MicroBatch {
+            row_token_weights: self.row_token_weights[offset..offset + rows.len()].to_vec(),
+            rows,
+            aux: self.aux.iter().map(|r| share_of(r, rank, size)).collect(),
+        }
+    }
 }
 
 /// One optimizer step: its micro-batches and normalisers.
@@ -372,5 +390,35 @@ mod tests {
         assert_eq!(weights, vec![0.0, 0.0]);
         let steps = plan(&[0], &[], 2, 1, LossAggregation::TokenMean);
         assert_eq!(steps[0].micro_batches[0].row_token_weights, vec![0.0]);
+    }
+
+    #[test]
+    fn ranks_shares_of_a_step_keep_every_row_example_and_weight_once() {
+        let rows: Vec<usize> = (0..23).map(|i| 1 + (i * 7) % 40).collect();
+        let aux = vec![vec![5, 9, 2], (0..50).map(|i| 1 + i % 6).collect(), vec![]];
+        for aggregation in LossAggregation::ALL {
+            let steps = plan(&rows, &aux, 8, 3, aggregation);
+            for size in [1, 2, 3, 5] {
+                let shared: Vec<OptimizerStep> = steps
+                    .iter()
+                    .map(|step| OptimizerStep {
+                        micro_batches: step
+                            .micro_batches
+                            .iter()
+                            .flat_map(|m| (0..size).map(|r| m.share(r, size)))
+                            .collect(),
+                        ..step.clone()
+                    })
+                    .collect();
+                check_cover(&shared, &rows, &aux);
+                for (step, whole) in shared.iter().zip(&steps) {
+                    let (a, b) = (
+                        actor_weight_sum(step, &rows),
+                        actor_weight_sum(whole, &rows),
+                    );
+                    assert!((a - b).abs() < 1e-12, "{aggregation:?} {size}: {a} vs {b}");
+                }
+            }
+        }
     }
 }

@@ -13,7 +13,8 @@ use crate::trainer::{
 
 impl<P: Policy> Trainer<P> {
     /// Writes a checkpoint of the current state into the checkpoint directory and prunes old
-    /// ones. Does nothing without a checkpoint directory, and returns the existing checkpoint
+    /// ones. Does nothing without a checkpoint directory or on a rank other than 0 of a
+    /// data-parallel run (one writer), and returns the existing checkpoint
     /// when this iteration was already saved (or resumed from): a checkpoint is never rewritten.
     ///
     /// # Errors
@@ -22,6 +23,9 @@ impl<P: Policy> Trainer<P> {
         let Some(dir) = &self.checkpoint_dir else {
             return Ok(None);
         };
+        if self.sync.rank() != 0 {
+            return Ok(None);
+        }
         if self.saved_at == Some(self.iteration) {
             let path = dir.join(checkpoint_name(self.iteration));
             if path.is_dir() {
@@ -51,13 +55,21 @@ impl<P: Policy> Trainer<P> {
     }
 
     /// Restores model, reference, optimizer, random streams and counters from a checkpoint
-    /// directory.
+    /// directory. In a data-parallel run every rank loads rank 0's checkpoint, after rank 0
+    /// has settled it.
     ///
     /// # Errors
-    /// [`Error::Checkpoint`] when it is missing, corrupt or does not fit the model.
+    /// [`Error::Checkpoint`] when it is missing, corrupt or does not fit the model;
+    /// [`Error::Distributed`] when the ranks cannot agree on it.
     pub fn resume(&mut self, path: &Path) -> Result<()> {
-        // A checkpoint left as `.tmp`/`.old` by an interrupted save goes back in place first.
-        let path = &settle_checkpoint(path)?;
+        // A checkpoint left as `.tmp`/`.old` by an interrupted save goes back in place first,
+        // by the one writer; the others wait for it and load the checkpoint it names.
+        let settled = match self.sync.rank() {
+            0 => settle_checkpoint(path)?,
+            _ => path.to_path_buf(),
+        };
+        let named = self.sync.all_gather(settled.to_string_lossy().as_bytes())?;
+        let path = &PathBuf::from(String::from_utf8_lossy(&named[0]).into_owned());
         let loaded = load_checkpoint(path, self.policy.clone(), adamw(&self.config))?;
         loaded
             .state

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use burn::optim::ModuleOptimizer;
 
+use crate::distributed::{GradientSync, SingleProcess};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::policy::{Policy, RolloutWeights, ScoreRow};
@@ -51,6 +52,8 @@ pub struct Trainer<P: Policy> {
     last_rollout: Option<RolloutBatch>,
     /// Objectives already warned about for unknown target tokens (once each).
     unk_warned: Vec<String>,
+    /// The exchange with the other ranks of a data-parallel run ([`SingleProcess`] alone).
+    sync: Box<dyn GradientSync>,
 }
 
 /// AdamW with the config's weight decay (betas 0.9/0.999, ε 1e-8; clipping is global and done
@@ -120,6 +123,7 @@ impl<P: Policy> Trainer<P> {
             saved_at: None,
             last_rollout: None,
             unk_warned: Vec::new(),
+            sync: Box::new(SingleProcess),
         })
     }
 
@@ -127,6 +131,21 @@ impl<P: Policy> Trainer<P> {
     pub fn with_checkpoint_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.checkpoint_dir = Some(dir.into());
         self
+    }
+
+    /// Trains as one rank of a data-parallel run ([`crate::distributed`]): every rank plays the
+    /// same rollouts, computes its share of each optimizer step and sums the gradients with the
+    /// others, so that every rank steps to the same weights. Only rank 0 records metrics and
+    /// writes checkpoints.
+    pub fn with_gradient_sync(mut self, sync: impl GradientSync + 'static) -> Self {
+        self.sync = Box::new(sync);
+        self
+    }
+
+    /// The exchange with the other ranks ([`SingleProcess`] unless
+    /// [`Trainer::with_gradient_sync`] gave one).
+    pub fn gradient_sync(&self) -> &dyn GradientSync {
+        self.sync.as_ref()
     }
 
     /// The config of the run.
@@ -149,22 +168,26 @@ impl<P: Policy> Trainer<P> {
         self.iteration
     }
 
-    /// Runs the remaining iterations, evaluating and checkpointing as configured.
+    /// Runs the remaining iterations, evaluating and checkpointing as configured (on rank 0 of a
+    /// data-parallel run; the other ranks record nothing).
     ///
     /// # Errors
-    /// [`Error::Io`] or [`Error::Checkpoint`] when a checkpoint cannot be written, or the error
-    /// of a [`MetricsSink`] that could not keep an iteration's metrics.
+    /// [`Error::Io`] or [`Error::Checkpoint`] when a checkpoint cannot be written, the error
+    /// of a [`MetricsSink`] that could not keep an iteration's metrics, or
+    /// [`Error::Distributed`] when the exchange with the other ranks fails.
     pub fn run(&mut self, sink: &mut dyn MetricsSink) -> Result<()> {
         while self.iteration < self.config.iterations {
             let eval = (self.config.eval_every > 0
                 && self.iteration.is_multiple_of(self.config.eval_every))
             .then(|| self.evaluate(self.config.eval_episodes));
-            let mut metrics = self.train_iteration();
+            let mut metrics = self.train_iteration()?;
             if let Some(report) = eval {
                 metrics.set(names::EVAL_SUCCESS, report.success_rate);
                 metrics.set(names::EVAL_RETURN, report.mean_return);
             }
-            sink.record(&metrics)?;
+            if self.sync.rank() == 0 {
+                sink.record(&metrics)?;
+            }
             crash_point("metrics-recorded");
             let every = self.config.checkpoint_every;
             if every > 0 && self.iteration.is_multiple_of(every) {
@@ -198,7 +221,11 @@ impl<P: Policy> Trainer<P> {
 
     /// Runs one iteration: act, build the learner batch, plan the optimizer steps, run them,
     /// record the metrics.
-    pub fn train_iteration(&mut self) -> IterationMetrics {
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when the exchange with the other ranks fails (never in one
+    /// process).
+    pub fn train_iteration(&mut self) -> Result<IterationMetrics> {
         let start = Instant::now();
         // 1. Act: this iteration's tasks, each played by a group of `group_size` rollouts.
         let tasks = self.sample_tasks();
@@ -248,7 +275,7 @@ impl<P: Policy> Trainer<P> {
 
         // 4. Run the steps.
         let update_start = Instant::now();
-        let update = self.run_steps(&learner, &plan);
+        let update = self.run_steps(&learner, &plan)?;
         let update_secs = update_start.elapsed().as_secs_f64();
 
         // 5. Record.
@@ -281,7 +308,7 @@ impl<P: Policy> Trainer<P> {
             batch.mean_return()
         );
         self.last_rollout = Some(batch);
-        metrics
+        Ok(metrics)
     }
 
     /// The rollout of the last training iteration, if one ran.
@@ -327,7 +354,11 @@ impl<P: Policy> Trainer<P> {
     }
 
     /// Runs the planned optimizer steps (and the critic's, on the same rows).
-    fn run_steps(&mut self, learner: &LearnerBatch, plan: &[OptimizerStep]) -> UpdateSummary {
+    fn run_steps(
+        &mut self,
+        learner: &LearnerBatch,
+        plan: &[OptimizerStep],
+    ) -> Result<UpdateSummary> {
         let lambdas: Vec<f64> = self
             .parts
             .aux
@@ -361,8 +392,9 @@ impl<P: Policy> Trainer<P> {
                 lambdas: &lambdas,
                 learning_rate: self.config.learning_rate,
                 max_grad_norm: self.config.max_grad_norm,
+                sync: self.sync.as_ref(),
             }
-            .run(learner, step, diagnose);
+            .run(learner, step, diagnose)?;
             self.optimizer_steps += 1;
             summary.tokens += outcome.tokens;
             if outcome.applied {
@@ -376,6 +408,6 @@ impl<P: Policy> Trainer<P> {
             }
         }
         summary.lambdas = lambdas;
-        summary
+        Ok(summary)
     }
 }
