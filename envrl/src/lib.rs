@@ -29,7 +29,7 @@
 //!   observations, trajectories, prompts, action parsing), which builds in seconds.
 //! - `tch`, `wgpu`, `cuda`: compile in the corresponding Burn backend. The pure-Rust CPU
 //!   backend (`flex`) is always available.
-//! - `mpi`: data-parallel learners over MPI ([`distributed::Mpi`]); needs an MPI library
+//! - `mpi`: data-parallel learners over MPI (`distributed::Mpi`); needs an MPI library
 //!   (Open MPI or MPICH) and libclang to build.
 #![deny(missing_docs)]
 

@@ -85,9 +85,10 @@ impl ModuleVisitor for Rebuild<'_> {
     }
 }
 
-/// The sum over ranks of every rank's `grads` of `module`'s parameters, the same on every rank.
-/// A parameter gets a gradient when some rank had one for it (ranks without contribute zeros),
-/// so the optimizer steps the same parameters as one process would. One rank: `grads` as given.
+/// The sum over ranks of every rank's `grads` of `module`'s parameters, the same on every rank,
+/// and the bytes this rank contributed. A parameter gets a gradient when some rank had one for
+/// it (ranks without contribute zeros), so the optimizer steps the same parameters as one
+/// process would. One rank: `grads` as given, nothing exchanged.
 ///
 /// # Errors
 /// [`Error::Distributed`] when the exchange fails or a gradient cannot be read.
@@ -95,9 +96,9 @@ pub(crate) fn sum_gradients<M: Module>(
     module: &M,
     mut grads: GradientsParams,
     sync: &dyn GradientSync,
-) -> Result<GradientsParams> {
+) -> Result<(GradientsParams, usize)> {
     if sync.size() == 1 {
-        return Ok(grads);
+        return Ok((grads, 0));
     }
     let mut flat = Flatten {
         grads: &mut grads,
@@ -128,5 +129,6 @@ pub(crate) fn sum_gradients<M: Module>(
         out: GradientsParams::new(),
     };
     module.visit(&mut rebuild);
-    Ok(rebuild.out)
+    let bytes = (present.len() + values.len()) * size_of::<f32>();
+    Ok((rebuild.out, bytes))
 }

@@ -3,14 +3,15 @@
 //! Before each collective every rank tells every other one that it has arrived (the exchange's
 //! sequence number, what it is and its length), and waits for their word within the watchdog's
 //! time. A rank that does not arrive is therefore named, ranks that disagree on what they
-//! exchange are refused before the collective, and no rank blocks in a collective that another
-//! will never join.
+//! exchange are refused before the collective, and the collectives themselves are waited on
+//! with the same deadline: no rank blocks for ever in an exchange that another has left.
 
 use std::time::{Duration, Instant};
 
 use mpi::Count;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
+use mpi::request::{Request, Scope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
@@ -135,25 +136,14 @@ impl Mpi {
                     return Vec::new();
                 }
                 if start.elapsed() > self.timeout {
-                    // The requests cannot be withdrawn from MPI: end the job, naming who is late.
                     let late = if waiting.is_empty() {
                         "every rank answered, but a send did not complete".to_string()
                     } else {
                         format!("rank(s) {waiting:?} did not arrive")
                     };
-                    self.abort(
-                        &format!(
-                            "envrl: rank {rank}: watchdog: waited {:.0} s at exchange {seq} ({}) of \
-                             {size} ranks: {late}; ending the job",
-                            self.timeout.as_secs_f64(),
-                            what.name()
-                        ),
-                        3,
-                    );
+                    self.time_out(seq, what, &late);
                 }
-                if start.elapsed() > Duration::from_millis(2) {
-                    std::thread::sleep(Duration::from_micros(200));
-                }
+                pause(start);
             }
         });
         debug_assert!(missing.is_empty());
@@ -175,12 +165,64 @@ impl Mpi {
         Ok(())
     }
 
+    /// Ends the job after the watchdog's time at exchange `seq`: MPI cannot withdraw a pending
+    /// request, and the other ranks must not wait for this one either.
+    fn time_out(&self, seq: u64, what: Exchange, late: &str) -> ! {
+        self.abort(
+            &format!(
+                "envrl: rank {}: watchdog: waited {:.0} s at exchange {seq} ({}) of {} ranks: \
+                 {late}; ending the job ({TIMEOUT_VAR} sets the time)",
+                self.rank(),
+                self.timeout.as_secs_f64(),
+                what.name(),
+                self.size()
+            ),
+            3,
+        )
+    }
+
+    /// Waits for a collective every rank has arrived at, within the watchdog's time.
+    fn complete<'a, D: ?Sized, S: Scope<'a>>(
+        &self,
+        mut request: Request<'a, D, S>,
+        what: Exchange,
+    ) {
+        let start = Instant::now();
+        loop {
+            match request.test() {
+                Ok(_) => return,
+                Err(pending) => request = pending,
+            }
+            if start.elapsed() > self.timeout {
+                self.time_out(
+                    self.sequence.get(),
+                    what,
+                    "a rank stopped inside the collective",
+                );
+            }
+            pause(start);
+        }
+    }
+
     fn gather_lengths(&self, len: u64) -> Result<Vec<u64>> {
         // Lengths may differ between ranks here: the arrival word carries 0.
         self.arrive(Exchange::GatherLengths, 0)?;
         let mut lengths = vec![0u64; self.size()];
-        self.world.all_gather_into(&len, &mut lengths[..]);
+        mpi::request::scope(|scope| {
+            let request = self
+                .world
+                .immediate_all_gather_into(scope, &len, &mut lengths[..]);
+            self.complete(request, Exchange::GatherLengths);
+        });
         Ok(lengths)
+    }
+}
+
+/// Spins for the first 2 ms of a wait (exchanges between busy ranks are quick), then polls
+/// every 200 µs.
+fn pause(start: Instant) {
+    if start.elapsed() > Duration::from_millis(2) {
+        std::thread::sleep(Duration::from_micros(200));
     }
 }
 
@@ -224,7 +266,12 @@ impl GradientSync for Mpi {
         let mut buf = vec![0u8; total as usize];
         {
             let mut partition = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
-            self.world.all_gather_varcount_into(bytes, &mut partition);
+            mpi::request::scope(|scope| {
+                let request =
+                    self.world
+                        .immediate_all_gather_varcount_into(scope, bytes, &mut partition);
+                self.complete(request, Exchange::GatherBytes);
+            });
         }
         Ok(displs
             .iter()
@@ -240,7 +287,12 @@ impl GradientSync for Mpi {
         for chunk in values.chunks_mut(SUM_CHUNK) {
             let n = chunk.len();
             let received = &mut gathered[..n * size];
-            self.world.all_gather_into(&chunk[..], &mut received[..]);
+            mpi::request::scope(|scope| {
+                let request =
+                    self.world
+                        .immediate_all_gather_into(scope, &chunk[..], &mut received[..]);
+                self.complete(request, Exchange::Sum);
+            });
             ordered_sum(received.chunks(n), chunk);
         }
         Ok(())

@@ -47,6 +47,11 @@ pub const PREFILL_TOKENS_SAVED: &str = "rollout/prefill_tokens_saved";
 pub const LOGPROB_MISMATCH: &str = "rollout/logprob_mismatch";
 /// Seconds spent recomputing the old log-probabilities, when they are recomputed.
 pub const RECOMPUTE_S: &str = "perf/recompute_s";
+/// Seconds spent exchanging gradients and step statistics with the other ranks of a
+/// data-parallel run (absent in one process).
+pub const EXCHANGE_S: &str = "perf/exchange_s";
+/// Bytes this rank contributed to those exchanges in the iteration (absent in one process).
+pub const EXCHANGE_BYTES: &str = "perf/exchange_bytes";
 /// Held-out success, when an evaluation ran before the iteration.
 pub const EVAL_SUCCESS: &str = "eval/success";
 /// Held-out mean return, when an evaluation ran before the iteration.
@@ -54,7 +59,7 @@ pub const EVAL_RETURN: &str = "eval/return";
 
 /// Every fixed name above, for documentation checks. The actor loss and the critic add their
 /// own (`loss/policy`, `loss/value`, …).
-pub const ALL: [&str; 23] = [
+pub const ALL: [&str; 25] = [
     EPISODE_SUCCESS,
     EPISODE_RETURN,
     EPISODE_LENGTH,
@@ -76,6 +81,8 @@ pub const ALL: [&str; 23] = [
     PREFILL_TOKENS_SAVED,
     LOGPROB_MISMATCH,
     RECOMPUTE_S,
+    EXCHANGE_S,
+    EXCHANGE_BYTES,
     EVAL_SUCCESS,
     EVAL_RETURN,
 ];

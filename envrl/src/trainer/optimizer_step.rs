@@ -5,6 +5,8 @@
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use std::time::Instant;
+
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +53,29 @@ pub struct StepReport {
     pub tokens: usize,
     /// Whether the optimizer stepped (false: a loss or the gradient norm was not finite).
     pub applied: bool,
+    /// This rank's exchanges with the others (none in one process).
+    #[serde(skip)]
+    pub exchanged: Exchanged,
+}
+
+/// What a rank exchanged with the others.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Exchanged {
+    /// Seconds spent in the exchanges.
+    pub seconds: f64,
+    /// Bytes this rank contributed.
+    pub bytes: usize,
+}
+
+impl Exchanged {
+    /// `bytes` exchanged since `start` (no time when nothing was exchanged).
+    fn since(start: Instant, bytes: usize) -> Self {
+        let seconds = match bytes {
+            0 => 0.0,
+            _ => start.elapsed().as_secs_f64(),
+        };
+        Self { seconds, bytes }
+    }
 }
 
 /// The gradients of one step, kept apart per source when diagnosing.
@@ -103,21 +128,34 @@ impl<P: Policy> StepRunner<'_, P> {
                 }
             }
         }
-        let Some(total) = self.agree(&mut outcome, total)? else {
+        let start = Instant::now();
+        let (agreed, mut bytes) = self.agree(&mut outcome, total)?;
+        let Some(total) = agreed else {
             log::warn!("non-finite loss; optimizer step skipped");
+            outcome.exchanged = Exchanged::since(start, bytes);
             return Ok(outcome);
         };
         add(&mut outcome.stats, names::LOSS_TOTAL, total);
         let policy = &*self.policy;
-        let mut summed = sum_gradients(policy, grads.actor.grads(), self.sync)?;
-        if diagnose {
-            let aux = grads
+        let mut sum = |grads: GradientsParams| {
+            let (summed, sent) = sum_gradients(policy, grads, self.sync)?;
+            bytes += sent;
+            Ok::<_, Error>(summed)
+        };
+        let actor = sum(grads.actor.grads())?;
+        let aux = match diagnose {
+            true => grads
                 .aux
                 .into_iter()
-                .map(|mut a| sum_gradients(policy, a.grads(), self.sync))
-                .collect::<Result<Vec<_>>>()?;
-            summed = self.diagnose(summed, aux, &mut outcome.stats);
-        }
+                .map(|mut a| sum(a.grads()))
+                .collect::<Result<Vec<_>>>()?,
+            false => Vec::new(),
+        };
+        outcome.exchanged = Exchanged::since(start, bytes);
+        let mut summed = match diagnose {
+            true => self.diagnose(actor, aux, &mut outcome.stats),
+            false => actor,
+        };
         match clip_global_grad_norm(&*self.policy, &mut summed, self.max_grad_norm) {
             Some(norm) => {
                 add(&mut outcome.stats, names::GRAD_NORM, norm);
@@ -132,11 +170,11 @@ impl<P: Policy> StepRunner<'_, P> {
     }
 
     /// Sums the ranks' shares of the step's statistics, tokens and total loss (in rank order)
-    /// into `outcome`; the total is `None` when any rank met a non-finite loss. One rank: as
-    /// given.
-    fn agree(&self, outcome: &mut StepReport, total: Option<f64>) -> Result<Option<f64>> {
+    /// into `outcome`; the total is `None` when any rank met a non-finite loss. Also returns
+    /// the bytes this rank sent. One rank: as given.
+    fn agree(&self, outcome: &mut StepReport, total: Option<f64>) -> Result<(Option<f64>, usize)> {
         if self.sync.size() == 1 {
-            return Ok(total);
+            return Ok((total, 0));
         }
         let rank = self.sync.rank();
         let mine = serde_json::to_vec(&(&*outcome, total))
@@ -158,7 +196,7 @@ impl<P: Policy> StepRunner<'_, P> {
             sum = sum.zip(part_total).map(|(a, b)| a + b);
         }
         *outcome = merged;
-        Ok(sum)
+        Ok((sum, mine.len()))
     }
 
     /// Scores one micro-batch, back-propagates each weighted part and accumulates its gradient;

@@ -397,6 +397,8 @@ impl<P: Policy> Trainer<P> {
             .run(learner, step, diagnose)?;
             self.optimizer_steps += 1;
             summary.tokens += outcome.tokens;
+            summary.exchanged.seconds += outcome.exchanged.seconds;
+            summary.exchanged.bytes += outcome.exchanged.bytes;
             if outcome.applied {
                 summary.means.add_all(outcome.stats);
             } else {

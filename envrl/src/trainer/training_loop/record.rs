@@ -37,6 +37,8 @@ pub(super) struct UpdateSummary {
     pub(super) lambdas: Vec<f64>,
     pub(super) tokens: usize,
     pub(super) skipped: usize,
+    /// This rank's exchanges with the others over the iteration's steps.
+    pub(super) exchanged: crate::trainer::optimizer_step::Exchanged,
 }
 
 /// Per-name means over the optimizer steps that reported a value.
@@ -138,6 +140,10 @@ impl IterationRecord<'_> {
             names::PREFILL_TOKENS_SAVED,
             stats.prefill_tokens_saved as f64,
         );
+        if update.exchanged.bytes > 0 {
+            metrics.set(names::EXCHANGE_S, update.exchanged.seconds);
+            metrics.set(names::EXCHANGE_BYTES, update.exchanged.bytes as f64);
+        }
         if let Some(recompute) = &self.recompute {
             metrics.set(names::LOGPROB_MISMATCH, recompute.mismatch);
             metrics.set(names::RECOMPUTE_S, recompute.seconds);
