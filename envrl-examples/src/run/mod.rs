@@ -112,31 +112,8 @@ pub fn train(config: &RunConfig, options: &RunOptions) -> Result<RunSummary> {
     let ranks = &options.ranks;
     ranks.check_same("config", &config.to_toml()?)?;
     let setup = config.env.setup(&config.facts())?;
-    // Rank 0 writes the run directory; the others write into a scratch one, removed at the end.
-    let scratch = match ranks.writes() {
-        true => None,
-        false => Some(
-            tempfile::Builder::new()
-                .prefix(&format!("envrl-rank-{}-", ranks.rank()))
-                .tempdir()
-                .context("creating a scratch directory")?,
-        ),
-    };
-    let scratch_options;
-    let options = match &scratch {
-        None => options,
-        Some(dir) => {
-            scratch_options = RunOptions {
-                output_dir: dir.path().join("run"),
-                resume: false,
-                force: true,
-                allow_config_change: true,
-                quiet: true,
-                ..options.clone()
-            };
-            &scratch_options
-        }
-    };
+    let scratch = ranks.scratch_run(options)?;
+    let options = scratch.as_ref().map_or(options, |(_, options)| options);
     Run {
         config,
         options,
@@ -378,7 +355,7 @@ impl Run<'_> {
     /// settings.
     fn prepare(&self) -> Result<DirPlan> {
         let plan = DirPlan::decide(self.options)?;
-        if self.trains() && plan.resume_from.is_some() && self.options.ranks.writes() {
+        if self.trains() && plan.resume_from.is_some() {
             check_resume_config(
                 &self.options.output_dir,
                 self.config,

@@ -10,10 +10,13 @@ use std::fmt;
 #[cfg(feature = "mpi")]
 use std::rc::Rc;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use envrl::distributed::{GradientSync, SingleProcess};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tempfile::TempDir;
+
+use super::RunOptions;
 
 /// This process's place in the run.
 #[derive(Clone, Default)]
@@ -89,6 +92,35 @@ impl Ranks {
     /// Whether this process writes the run directory (rank 0).
     pub fn writes(&self) -> bool {
         self.rank() == 0
+    }
+
+    /// On a rank other than 0, a scratch directory (removed when dropped) and `options` that
+    /// write into it, quietly, as a fresh run: rank 0 writes the run directory, and
+    /// [`Ranks::from_rank_zero`] gives the others its checkpoint to resume from. `None` on
+    /// rank 0.
+    ///
+    /// # Errors
+    /// When the scratch directory cannot be created.
+    pub(crate) fn scratch_run(
+        &self,
+        options: &RunOptions,
+    ) -> Result<Option<(TempDir, RunOptions)>> {
+        if self.writes() {
+            return Ok(None);
+        }
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("envrl-rank-{}-", self.rank()))
+            .tempdir()
+            .context("creating a scratch directory")?;
+        let options = RunOptions {
+            output_dir: dir.path().join("run"),
+            resume: false,
+            force: true,
+            allow_config_change: true,
+            quiet: true,
+            ..options.clone()
+        };
+        Ok(Some((dir, options)))
     }
 
     /// Rank 0's `value`, on every rank.
