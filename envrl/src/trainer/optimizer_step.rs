@@ -3,10 +3,10 @@
 //! ranks, each computes its share of every micro-batch and the ranks sum their gradients and
 //! statistics before the identical clip and step.
 
-use burn::module::{Module, ModuleVisitor, Param};
-use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use std::time::Instant;
 
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
