@@ -1,7 +1,8 @@
 //! Data-parallel learners under MPI equal one process: `mpirun -np 2` and `-np 3`
-//! (oversubscribed on two cores) train a keydoor run to the single process's parameters and
-//! metrics within float rounding, with GRPO + both objectives + gradient diagnostics and with
-//! PPO (a critic), in steps whose rows and examples do not divide evenly between the ranks.
+//! (oversubscribed on two cores) play their shares of the groups (4 groups: 2+2 and 1+1+2) and
+//! train a keydoor run to the single process's episodes, parameters and metrics within float
+//! rounding, with GRPO + both objectives + gradient diagnostics and with PPO (a critic), in steps
+//! whose rows and examples do not divide evenly between the ranks.
 //!
 //! Each test launches itself under `mpirun` (the ranks run only that test, told so by
 //! [`CHILD_VAR`]); rank 0 writes what it trained to a file the test compares. Built with the

@@ -182,7 +182,7 @@ fn a_world_defined_here_trains_through_the_public_path_with_its_facts_reaching_t
             assert!(m.value(&metric_names::aux_loss(name)).unwrap().is_finite());
         }
     }
-    let report = trainer.evaluate(6);
+    let report = trainer.evaluate(6).unwrap();
     assert_eq!(report.batch.trajectories.len(), 6);
 
     // The facts in the examples: the description in the prompt, the world's no-op dropped, and

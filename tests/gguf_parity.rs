@@ -8,7 +8,6 @@ use std::time::Instant;
 use burn::tensor::Device;
 use envrl::{Environment, SamplingParams, Tokenizer};
 use envrl_algos::{GgufFile, HfTokenizer, Pretrained};
-use rand::SeedableRng;
 
 use crate::shared_data::{require, shared_dir, smollm2_gguf};
 use crate::support::relative_error;
@@ -79,7 +78,7 @@ fn smollm2_gguf_matches_the_reference_logits_and_greedy_tokens() {
         top_k: 0,
         max_new_tokens: 24,
     };
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+    let mut rng = envrl::row_streams(0, [0]);
     let tokenizer = &pretrained.tokenizer;
     let out = model.generate_batch(
         &[ids],
@@ -141,7 +140,7 @@ fn smollm2_plays_alfworld_steps_zero_shot() {
         top_k: 0,
         max_new_tokens: 16,
     };
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+    let mut rng = envrl::row_streams(0, [0]);
     let games = std::sync::Arc::new(envrl_envs::alfworld::GameGenerator::new(5).generate_many(1));
     let mut env = envrl_envs::alfworld::AlfWorld::new(games);
     let mut obs = env.reset(0);

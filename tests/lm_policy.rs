@@ -1,10 +1,8 @@
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::Device;
-use envrl::{Policy, SamplingParams, ScoreRow, token_mean_cross_entropy};
+use envrl::{Policy, SamplingParams, ScoreRow, row_streams, token_mean_cross_entropy};
 use envrl_algos::LmConfig;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 fn prompts() -> Vec<Vec<u32>> {
     vec![
@@ -18,14 +16,13 @@ fn prompts() -> Vec<Vec<u32>> {
 fn cached_generation_logprobs_equal_full_sequence_scores() {
     // Left-padded, KV-cached sampling must see exactly what right-padded scoring sees.
     let model = LmConfig::tiny(40).init(&Device::flex(), 3).unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(9);
     let params = SamplingParams {
         temperature: 1.0,
         top_p: 1.0,
         top_k: 0,
         max_new_tokens: 6,
     };
-    let generations = model.generate(&prompts(), &[1], &params, &mut rng);
+    let generations = model.generate(&prompts(), &[1], &params, &mut row_streams(9, 0..3));
     let rows: Vec<ScoreRow> = prompts()
         .into_iter()
         .zip(&generations)
@@ -58,9 +55,8 @@ fn a_prompt_generates_the_same_alone_and_in_a_padded_batch() {
         top_k: 0,
         max_new_tokens: 5,
     };
-    let mut rng = ChaCha8Rng::seed_from_u64(0);
-    let batch = model.generate(&prompts(), &[], &greedy, &mut rng);
-    let alone = model.generate(&prompts()[1..2], &[], &greedy, &mut rng);
+    let batch = model.generate(&prompts(), &[], &greedy, &mut row_streams(0, 0..3));
+    let alone = model.generate(&prompts()[1..2], &[], &greedy, &mut row_streams(0, [1]));
     assert_eq!(batch[1].tokens, alone[0].tokens);
     for (a, b) in batch[1].logprobs.iter().zip(&alone[0].logprobs) {
         assert!((a - b).abs() < 1e-4);
@@ -76,11 +72,10 @@ fn generation_stops_at_a_stop_token() {
         top_k: 0,
         max_new_tokens: 8,
     };
-    let mut rng = ChaCha8Rng::seed_from_u64(0);
-    let free = model.generate(&prompts(), &[], &greedy, &mut rng);
+    let free = model.generate(&prompts(), &[], &greedy, &mut row_streams(0, 0..3));
     // Declare the first greedy token of row 0 a stop token: row 0 must end right there.
     let stop = free[0].tokens[0];
-    let stopped = model.generate(&prompts(), &[stop], &greedy, &mut rng);
+    let stopped = model.generate(&prompts(), &[stop], &greedy, &mut row_streams(0, 0..3));
     assert_eq!(stopped[0].tokens, vec![stop]);
     assert!(stopped[0].stopped);
 }

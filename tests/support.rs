@@ -23,3 +23,68 @@ pub fn relative_error(a: &[f32], b: &[f64]) -> f64 {
     let den: f64 = b.iter().map(|y| y * y).sum();
     (num / den).sqrt()
 }
+
+/// Ranks that are threads of one process, exchanging through memory what MPI ranks exchange
+/// through messages: the data-parallel code path without an MPI library. A rank that panics
+/// leaves the others waiting, so only tests use it.
+pub struct ThreadRank {
+    rank: usize,
+    size: usize,
+    exchange: std::sync::Arc<Exchange>,
+}
+
+struct Exchange {
+    slots: std::sync::Mutex<Vec<Vec<u8>>>,
+    barrier: std::sync::Barrier,
+}
+
+impl ThreadRank {
+    /// The `size` ranks of one group, rank 0 first.
+    pub fn group(size: usize) -> Vec<ThreadRank> {
+        let exchange = std::sync::Arc::new(Exchange {
+            slots: std::sync::Mutex::new(vec![Vec::new(); size]),
+            barrier: std::sync::Barrier::new(size),
+        });
+        (0..size)
+            .map(|rank| ThreadRank {
+                rank,
+                size,
+                exchange: exchange.clone(),
+            })
+            .collect()
+    }
+}
+
+impl envrl::distributed::GradientSync for ThreadRank {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn all_gather(&self, bytes: &[u8]) -> envrl::Result<Vec<Vec<u8>>> {
+        self.exchange.slots.lock().unwrap()[self.rank] = bytes.to_vec();
+        self.exchange.barrier.wait();
+        let all = self.exchange.slots.lock().unwrap().clone();
+        // Nobody writes the next exchange before everyone has read this one.
+        self.exchange.barrier.wait();
+        Ok(all)
+    }
+
+    fn sum(&self, values: &mut [f32]) -> envrl::Result<()> {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let parts: Vec<Vec<f32>> = self
+            .all_gather(&bytes)?
+            .iter()
+            .map(|b| {
+                b.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                    .collect()
+            })
+            .collect();
+        envrl::distributed::ordered_sum(parts.iter().map(Vec::as_slice), values);
+        Ok(())
+    }
+}

@@ -13,12 +13,12 @@ fn quick_run(weights: RolloutWeights) -> (f64, f64, f64) {
     settings.trainer.rollout_weights = weights;
     let mut run = build(&settings, &Device::flex()).unwrap();
     let episodes = 128;
-    let before = run.trainer.evaluate(episodes).success_rate;
+    let before = run.trainer.evaluate(episodes).unwrap().success_rate;
     let mut curve = Vec::new();
     run.trainer
         .run(&mut |m: &envrl::IterationMetrics| curve.push(m.clone()))
         .unwrap();
-    let after = run.trainer.evaluate(episodes).success_rate;
+    let after = run.trainer.evaluate(episodes).unwrap().success_rate;
     let train: Vec<String> = curve
         .iter()
         .map(|m| format!("{:.2}", m.get(names::EPISODE_SUCCESS).unwrap_or(0.0)))

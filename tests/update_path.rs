@@ -52,6 +52,7 @@ fn run(
         let eval = (i % settings.trainer.eval_every == 0).then(|| {
             run.trainer
                 .evaluate(settings.trainer.eval_episodes)
+                .unwrap()
                 .success_rate
         });
         let mut m = run.trainer.train_iteration().unwrap();

@@ -12,13 +12,12 @@
 //! use burn::tensor::Device;
 //! use envrl::{Policy, SamplingParams, Tokenizer};
 //! use envrl_algos::{LmConfig, WordTokenizer};
-//! use rand::SeedableRng;
 //!
 //! let tokenizer = WordTokenizer::from_corpus(["go north", "go south"]);
 //! let model = LmConfig::tiny(tokenizer.vocab_size()).init(&Device::flex(), 0)?;
-//! let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+//! let mut rngs = envrl::row_streams(0, [0]);
 //! let params = SamplingParams { max_new_tokens: 4, ..Default::default() };
-//! let out = model.generate(&[tokenizer.encode("go")], &[tokenizer.eos_id()], &params, &mut rng);
+//! let out = model.generate(&[tokenizer.encode("go")], &[tokenizer.eos_id()], &params, &mut rngs);
 //! assert!(out[0].tokens.len() <= 4);
 //! # Ok::<(), envrl_algos::Error>(())
 //! ```

@@ -69,12 +69,12 @@ fn main() -> Result<()> {
 
     // Train, evaluating on held-out tasks every few iterations.
     let episodes = settings.trainer.eval_episodes;
-    let before = run.trainer.evaluate(episodes).success_rate;
+    let before = run.trainer.evaluate(episodes)?.success_rate;
     println!("held-out success before RL: {before:.3}");
     let mut progress = RunProgress::new(settings.trainer.iterations, &dir, false)?;
     run.trainer.run(&mut progress)?;
     progress.finish();
-    let after = run.trainer.evaluate(episodes).success_rate;
+    let after = run.trainer.evaluate(episodes)?.success_rate;
     println!("held-out success after RL:  {after:.3}  ({episodes} episodes)");
     for m in &progress.history {
         println!(

@@ -8,7 +8,6 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
 use envrl::{Policy, SamplingParams, ScoreRow, Tokenizer, token_mean_cross_entropy};
 use envrl_algos::{CausalLm, HfParam, HfTokenizer, Pretrained};
-use rand::SeedableRng;
 
 /// The model at `path` (a `.gguf` file or a Hugging Face directory) and its tokenizer, where the
 /// directory has one.
@@ -176,8 +175,8 @@ pub fn generate(
         ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
     );
     let stop: Vec<u32> = tokenizer.as_ref().map(|t| t.stop_ids()).unwrap_or_default();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let generation = lm.generate(&[ids], &stop, params, &mut rng).remove(0);
+    let mut rngs = envrl::row_streams(seed, [0]);
+    let generation = lm.generate(&[ids], &stop, params, &mut rngs).remove(0);
     println!(
         "ids: {}",
         generation

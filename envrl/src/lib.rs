@@ -66,7 +66,7 @@ pub use rollout::{
     VerbatimParser, record_demonstration,
 };
 #[cfg(feature = "burn")]
-pub use rollout::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots};
+pub use rollout::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots, row_streams};
 pub use schedule::Schedule;
 #[cfg(feature = "burn")]
 pub use trainer::{

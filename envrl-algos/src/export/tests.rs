@@ -34,10 +34,14 @@ fn greedy(model: &CausalLm, tok: &dyn Tokenizer) -> Vec<u32> {
         ..Default::default()
     };
     let prompt = tok.encode(CORPUS[0]);
-    let mut rng = ChaCha8Rng::seed_from_u64(0);
-    model.generate(&[prompt], &[tok.eos_id()], &params, &mut rng)[0]
-        .tokens
-        .clone()
+    model.generate(
+        &[prompt],
+        &[tok.eos_id()],
+        &params,
+        &mut envrl::row_streams(0, [0]),
+    )[0]
+    .tokens
+    .clone()
 }
 
 /// A few behaviour-cloning steps, so that every weight (and a LoRA model's adapters) moved away

@@ -93,19 +93,22 @@ impl CausalLm {
     /// buckets of similar lengths each left-padded to its longest prompt (a repeated prompt's
     /// key/value cache and first logits are copied to each of its rows; each row draws its own
     /// tokens), then one token per row per step from the KV cache, until every row has produced
-    /// a stop token or `max_new_tokens`. A row's tokens and log-probabilities are those of the
-    /// row generated alone, the latter up to the last bits (the prefill's products run over
-    /// other row counts).
+    /// a stop token or `max_new_tokens`. Row `i` draws its uniform numbers from `rngs[i]`, so a
+    /// row's tokens and log-probabilities are those of the row generated alone with its stream,
+    /// the latter up to the last bits (the prefill's products run over other row counts).
+    ///
+    /// # Panics
+    /// Panics if `rngs` and `prompts` differ in length.
     pub fn generate_batch(
         &self,
         prompts: &[Vec<u32>],
         stop_ids: &[u32],
         pad_id: u32,
         params: &SamplingParams,
-        rng: &mut ChaCha8Rng,
+        rngs: &mut [ChaCha8Rng],
     ) -> Vec<Generation> {
         let shared = SharedPrompts::of(prompts);
-        self.generate_sharing(prompts, &shared, stop_ids, pad_id, params, rng)
+        self.generate_sharing(prompts, &shared, stop_ids, pad_id, params, rngs)
     }
 
     /// [`CausalLm::generate_batch`] with the prefills `shared` says.
@@ -116,9 +119,10 @@ impl CausalLm {
         stop_ids: &[u32],
         pad_id: u32,
         params: &SamplingParams,
-        rng: &mut ChaCha8Rng,
+        rngs: &mut [ChaCha8Rng],
     ) -> Vec<Generation> {
         let batch = prompts.len();
+        assert_eq!(rngs.len(), batch, "one random stream per prompt");
         let mut out: Vec<Generation> = (0..batch)
             .map(|_| Generation {
                 tokens: Vec::new(),
@@ -136,10 +140,11 @@ impl CausalLm {
 
         for _ in 0..params.max_new_tokens {
             let [rows, _, vocab] = last.dims();
-            // One uniform number per row still generating, drawn in row order.
+            // One uniform number per row still generating, from the row's own stream.
             let uniforms: Vec<f32> = out
                 .iter()
-                .map(|g| {
+                .zip(rngs.iter_mut())
+                .map(|(g, rng)| {
                     if !g.stopped && params.temperature > 0.0 {
                         rng.random()
                     } else {
@@ -251,7 +256,7 @@ impl CausalLm {
 #[cfg(test)]
 mod tests {
     use burn::tensor::Device;
-    use rand::SeedableRng;
+    use envrl::row_streams;
 
     use super::*;
     use crate::lm::LmConfig;
@@ -290,19 +295,23 @@ mod tests {
             .collect();
         let shared = SharedPrompts::of(&prompts);
         assert!(shared.buckets.len() > 1, "{:?}", shared.buckets);
-        let params = SamplingParams {
-            temperature: 0.0,
-            max_new_tokens: 8,
-            ..Default::default()
-        };
-        let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let batched = model.generate_batch(&prompts, &[1], 0, &params, &mut rng);
-        for (prompt, ours) in prompts.iter().zip(&batched) {
-            let alone =
-                model.generate_batch(std::slice::from_ref(prompt), &[1], 0, &params, &mut rng);
-            assert_eq!(ours.tokens, alone[0].tokens);
-            for (x, y) in ours.logprobs.iter().zip(&alone[0].logprobs) {
-                assert!((x - y).abs() <= 1e-5, "{x} vs {y}");
+        for temperature in [0.0, 1.0] {
+            let params = SamplingParams {
+                temperature,
+                max_new_tokens: 8,
+                ..Default::default()
+            };
+            let rows = prompts.len() as u64;
+            let batched =
+                model.generate_batch(&prompts, &[1], 0, &params, &mut row_streams(0, 0..rows));
+            for ((row, prompt), ours) in (0..).zip(&prompts).zip(&batched) {
+                let mut own = row_streams(0, [row]);
+                let alone =
+                    model.generate_batch(std::slice::from_ref(prompt), &[1], 0, &params, &mut own);
+                assert_eq!(ours.tokens, alone[0].tokens, "temperature {temperature}");
+                for (x, y) in ours.logprobs.iter().zip(&alone[0].logprobs) {
+                    assert!((x - y).abs() <= 1e-5, "{x} vs {y}");
+                }
             }
         }
     }
@@ -341,8 +350,8 @@ mod tests {
                 ..Default::default()
             };
             let run = |sharing: &SharedPrompts| {
-                let mut rng = ChaCha8Rng::seed_from_u64(9);
-                model.generate_sharing(&prompts, sharing, &[1], 0, &params, &mut rng)
+                let mut rngs = row_streams(9, 0..prompts.len() as u64);
+                model.generate_sharing(&prompts, sharing, &[1], 0, &params, &mut rngs)
             };
             let (ours, alone) = (run(&shared), run(&unshared(prompts.len())));
             // The same tokens; the log-probabilities to the last bits, which the matrix

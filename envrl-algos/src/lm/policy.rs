@@ -17,9 +17,9 @@ impl Policy for CausalLm {
         prompts: &[Vec<u32>],
         stop_ids: &[u32],
         params: &SamplingParams,
-        rng: &mut ChaCha8Rng,
+        rngs: &mut [ChaCha8Rng],
     ) -> Vec<Generation> {
-        self.generate_batch(prompts, stop_ids, PAD, params, rng)
+        self.generate_batch(prompts, stop_ids, PAD, params, rngs)
     }
 
     fn acting_copy(&self, weights: RolloutWeights) -> envrl::Result<Self> {

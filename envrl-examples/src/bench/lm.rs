@@ -241,7 +241,7 @@ pub fn bench_generate(bench: &GenerateBench) -> Result<()> {
             Err(e) => return Err(e.into()),
         };
         for (batch, rows) in &prompts {
-            let (timing, decoding) = time_generation(&acting, rows, &params, &mut rng);
+            let (timing, decoding) = time_generation(&acting, rows, &params);
             generation.push(GenerationTiming {
                 weights,
                 bytes: acting.decoding_bytes(),
@@ -379,24 +379,24 @@ fn time_generation(
     model: &CausalLm,
     prompts: &[Vec<u32>],
     params: &SamplingParams,
-    rng: &mut ChaCha8Rng,
 ) -> (Timing, Timing) {
+    let rngs = &mut envrl::row_streams(0, 0..prompts.len() as u64);
     let with_tokens = |n: usize| SamplingParams {
         max_new_tokens: n,
         ..params.clone()
     };
-    model.generate_batch(prompts, &[], 0, &with_tokens(2), rng);
+    model.generate_batch(prompts, &[], 0, &with_tokens(2), rngs);
     let mut produced = 0;
     let mut timing = timed(0, || {
         produced = model
-            .generate_batch(prompts, &[], 0, params, rng)
+            .generate_batch(prompts, &[], 0, params, rngs)
             .iter()
             .map(|g| g.tokens.len())
             .sum();
     });
     timing.tokens = produced as f64;
     let prefill_only = timed(0, || {
-        model.generate_batch(prompts, &[], 0, &with_tokens(1), rng);
+        model.generate_batch(prompts, &[], 0, &with_tokens(1), rngs);
     });
     let decoding = Timing {
         tokens: produced.saturating_sub(prompts.len()) as f64,

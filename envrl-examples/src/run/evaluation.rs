@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use anyhow::{Context, Result};
 use envrl::Trainer;
+use envrl::distributed::GradientSync;
 use envrl_algos::CausalLm;
 
 use super::envs::Reporting;
@@ -34,27 +36,38 @@ impl Evaluation<'_> {
 
     /// Plays every held-out task once; writes `-episodes.txt` (the first 20 transcripts) and
     /// `-outcomes.json` (each episode's result, for `envrl compare`'s intervals), warning
-    /// when they cannot be written; returns the table (last row: all tasks).
-    pub fn run(&self, trainer: &mut Trainer<CausalLm>) -> Vec<EvalRow> {
+    /// when they cannot be written; returns the table (last row: all tasks). In a
+    /// data-parallel run the ranks play their shares of the episodes and gather them, and
+    /// their episode scores.
+    pub fn run(&self, trainer: &mut Trainer<CausalLm>) -> Result<Vec<EvalRow>> {
         let scores = &self.reporting.scores;
         if let Some(log) = scores {
             log.lock().unwrap_or_else(|e| e.into_inner()).clear();
         }
-        let report = trainer.evaluate(trainer.world().eval_tasks.len());
+        let report = trainer.evaluate(trainer.world().eval_tasks.len())?;
         self.write("-episodes.txt", episode_transcripts(&report, 20));
-        let scores: Option<BTreeMap<u64, f64>> = scores.as_ref().map(|log| {
-            log.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .map(|(k, v)| (*k, *v))
-                .collect()
-        });
+        let scores: Option<BTreeMap<u64, f64>> = match scores {
+            Some(log) => {
+                let mine: BTreeMap<u64, f64> = log
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .map(|(k, v)| (*k, *v))
+                    .collect();
+                Some(gather_scores(trainer.gradient_sync(), mine)?)
+            }
+            None => None,
+        };
         let outcomes = episode_outcomes(&report, scores.as_ref());
         self.write(
             "-outcomes.json",
             serde_json::to_string(&outcomes).unwrap_or_default(),
         );
-        eval_table(&report, &self.reporting.task_label, scores.as_ref())
+        Ok(eval_table(
+            &report,
+            &self.reporting.task_label,
+            scores.as_ref(),
+        ))
     }
 
     fn write(&self, extension: &str, text: String) {
@@ -63,4 +76,22 @@ impl Evaluation<'_> {
             eprintln!("could not write {}: {e}", path.display());
         }
     }
+}
+
+/// The episode scores of every rank's share of the evaluation.
+fn gather_scores(sync: &dyn GradientSync, mine: BTreeMap<u64, f64>) -> Result<BTreeMap<u64, f64>> {
+    if sync.size() == 1 {
+        return Ok(mine);
+    }
+    let mut all = BTreeMap::new();
+    for (rank, bytes) in sync
+        .all_gather(&serde_json::to_vec(&mine)?)?
+        .iter()
+        .enumerate()
+    {
+        let part: BTreeMap<u64, f64> = serde_json::from_slice(bytes)
+            .with_context(|| format!("rank {rank} sent unreadable episode scores"))?;
+        all.extend(part);
+    }
+    Ok(all)
 }

@@ -347,7 +347,7 @@ impl Run<'_> {
             progress.finish();
             trainer.save_checkpoint()?;
         }
-        let table = evaluation.run(trainer);
+        let table = evaluation.run(trainer)?;
         self.report(table, before, &evaluation)
     }
 
@@ -417,7 +417,7 @@ impl Run<'_> {
         if !self.trains() {
             return Ok(BeforeRl::Unknown);
         }
-        let success = evaluation.run(trainer).last().map_or(0.0, |r| r.success);
+        let success = evaluation.run(trainer)?.last().map_or(0.0, |r| r.success);
         self.say(format!(
             "held-out success before RL: {success:.3} ({episodes} episodes)"
         ));

@@ -1,8 +1,8 @@
 //! The ranks of a data-parallel run of the `envrl` command: this process alone, or one rank of
 //! an MPI job (`mpirun -np N envrl train …`, `srun envrl train …`; the `mpi` feature).
 //!
-//! Every rank reads the same config and data, plays the same rollouts and trains the same
-//! weights ([`envrl::distributed`]); rank 0 is the one writer (run directory, lock, metrics,
+//! Every rank reads the same config and data, plays its share of the rollouts and trains the
+//! same weights ([`envrl::distributed`]); rank 0 is the one writer (run directory, lock, metrics,
 //! checkpoints, evaluations, plots), the others write into a scratch directory that is removed
 //! at the end, and all resume from rank 0's checkpoint.
 

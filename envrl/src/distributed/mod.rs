@@ -1,6 +1,7 @@
 //! Data-parallel learners: the exchange between processes that train one policy together.
 //!
-//! Every process (a *rank*) holds the same model and the same rollout batch, computes the
+//! Every process (a *rank*) holds the same model, plays its share of the iteration's groups and
+//! gathers the others' trajectories (so every rank holds the same rollout batch), computes the
 //! gradient of its share of each optimizer step's rows and examples, and the ranks sum those
 //! gradients before every rank clips and steps identically. [`GradientSync`] is that exchange;
 //! [`SingleProcess`] is the one-process case (nothing to exchange) and, with the `mpi` feature,

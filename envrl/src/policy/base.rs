@@ -22,13 +22,18 @@ pub struct TokenScores {
 /// The policy is a Burn [`Module`], so the trainer can optimise it and checkpoint it. The same
 /// type serves rollouts (on a device without autodiff, after [`Module::valid`]) and training.
 pub trait Policy: Module + 'static {
-    /// Samples one response for each prompt, in one batched call.
+    /// Samples one response for each prompt, in one batched call. Row `i` draws its random
+    /// numbers from `rngs[i]` alone, so its tokens do not depend on which other rows share the
+    /// batch ([`crate::rollout::row_streams`] makes the streams).
+    ///
+    /// # Panics
+    /// May panic if `rngs` and `prompts` differ in length (a caller bug).
     fn generate(
         &self,
         prompts: &[Vec<u32>],
         stop_ids: &[u32],
         params: &SamplingParams,
-        rng: &mut ChaCha8Rng,
+        rngs: &mut [ChaCha8Rng],
     ) -> Vec<Generation>;
 
     /// Scores the target tokens of each row given its context.

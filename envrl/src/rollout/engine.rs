@@ -1,17 +1,23 @@
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
 use crate::env::{Environment, Observation};
 use crate::policy::{Policy, SamplingParams, Tokenizer};
 use crate::rollout::{ActionParser, HistoryEntry, PromptBuilder};
 use crate::trajectory::{RolloutBatch, Step, Trajectory};
 
-/// One environment copy to roll out: which task it plays and which group it belongs to.
+/// One environment copy to roll out: which task it plays, which group it belongs to and its
+/// place in the iteration's batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RolloutSlot {
     /// The task the environment is reset to.
     pub task_id: u64,
     /// The group (rollouts of the same task) the trajectory belongs to.
     pub group_id: usize,
+    /// The trajectory's index in the whole batch (also the id of its random stream, so a slot
+    /// samples the same tokens whichever process or batch plays it).
+    pub traj_id: usize,
 }
 
 /// Lays out `group_size` copies of each task contiguously: slot `j` belongs to group
@@ -21,13 +27,30 @@ pub fn grouped_slots(tasks: &[u64], group_size: usize) -> Vec<RolloutSlot> {
         .iter()
         .enumerate()
         .flat_map(|(group_id, &task_id)| {
-            (0..group_size).map(move |_| RolloutSlot { task_id, group_id })
+            (0..group_size).map(move |k| RolloutSlot {
+                task_id,
+                group_id,
+                traj_id: group_id * group_size + k,
+            })
+        })
+        .collect()
+}
+
+/// One random stream per row: stream `id` of the ChaCha generator seeded with `key`, for each
+/// of `ids`. A row that draws only from its own stream samples the same tokens whatever other
+/// rows share its batch ([`Policy::generate`]).
+pub fn row_streams(key: u64, ids: impl IntoIterator<Item = u64>) -> Vec<ChaCha8Rng> {
+    ids.into_iter()
+        .map(|id| {
+            let mut rng = ChaCha8Rng::seed_from_u64(key);
+            rng.set_stream(id);
+            rng
         })
         .collect()
 }
 
 /// Statistics of one rollout.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RolloutStats {
     /// Environment steps taken.
     pub env_steps: usize,
@@ -38,6 +61,17 @@ pub struct RolloutStats {
     /// Prompt tokens the policy did not prefill because another row of the batch shared them
     /// ([`Policy::prefill_tokens_saved`]).
     pub prefill_tokens_saved: usize,
+}
+
+impl RolloutStats {
+    /// Adds the statistics of rollouts played beside these ones (by another process): steps,
+    /// tokens and saved prefill add up; policy calls are the turns of the longer rollout.
+    pub fn merge(&mut self, other: &Self) {
+        self.env_steps += other.env_steps;
+        self.generated_tokens += other.generated_tokens;
+        self.policy_calls = self.policy_calls.max(other.policy_calls);
+        self.prefill_tokens_saved += other.prefill_tokens_saved;
+    }
 }
 
 /// Steps many environments in lock-step, with one batched policy call per turn.
@@ -62,7 +96,9 @@ struct Active {
 
 impl RolloutEngine<'_> {
     /// Resets `envs[j]` to `slots[j]`'s task and plays every environment until it is done or
-    /// `max_steps` steps were taken.
+    /// `max_steps` steps were taken. Slot `j` samples from its stream of
+    /// [`row_streams`]`(key, …)`, keyed by its `traj_id`, so a slot plays the same episode in
+    /// any subset of the slots (up to the last bits of batched arithmetic).
     ///
     /// # Panics
     /// Panics if `envs` and `slots` differ in length (a caller bug).
@@ -71,9 +107,10 @@ impl RolloutEngine<'_> {
         policy: &P,
         envs: &mut [E],
         slots: &[RolloutSlot],
-        rng: &mut ChaCha8Rng,
+        key: u64,
     ) -> (RolloutBatch, RolloutStats) {
         assert_eq!(envs.len(), slots.len(), "one slot per environment");
+        let mut streams = row_streams(key, slots.iter().map(|s| s.traj_id as u64));
         let mut stats = RolloutStats::default();
         let mut states: Vec<Active> = envs
             .iter_mut()
@@ -87,10 +124,9 @@ impl RolloutEngine<'_> {
         let mut trajectories: Vec<Trajectory> = slots
             .iter()
             .zip(&states)
-            .enumerate()
-            .map(|(traj_id, (slot, state))| Trajectory {
+            .map(|(slot, state)| Trajectory {
                 group_id: slot.group_id,
-                traj_id,
+                traj_id: slot.traj_id,
                 task_id: slot.task_id,
                 task: state.observation.task.clone(),
                 steps: Vec::new(),
@@ -112,7 +148,13 @@ impl RolloutEngine<'_> {
                 })
                 .collect();
             stats.prefill_tokens_saved += policy.prefill_tokens_saved(&prompts);
-            let generations = policy.generate(&prompts, &stop_ids, self.sampling, rng);
+            let mut turn_streams: Vec<ChaCha8Rng> =
+                active.iter().map(|&j| streams[j].clone()).collect();
+            let generations =
+                policy.generate(&prompts, &stop_ids, self.sampling, &mut turn_streams);
+            for (&j, stream) in active.iter().zip(turn_streams) {
+                streams[j] = stream;
+            }
             stats.policy_calls += 1;
 
             for ((&j, prompt_ids), generation) in active.iter().zip(prompts).zip(generations) {

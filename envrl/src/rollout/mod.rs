@@ -10,6 +10,6 @@ mod verbatim;
 pub use action_parser::{ActionParser, ParsedAction};
 pub use demonstration::{Demonstration, record_demonstration};
 #[cfg(feature = "burn")]
-pub use engine::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots};
+pub use engine::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots, row_streams};
 pub use prompt::{HistoryEntry, PromptBuilder};
 pub use verbatim::{PlainPrompt, VerbatimParser};

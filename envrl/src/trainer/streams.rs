@@ -25,7 +25,8 @@ const ROLLOUT_STREAM: u64 = 2;
 pub struct RunStreams {
     /// Which tasks each iteration's groups play.
     pub tasks: ChaCha8Rng,
-    /// Token sampling in training rollouts.
+    /// Token sampling in training rollouts: one key per iteration, and trajectory `j` of the
+    /// iteration samples from stream `j` of that key ([`crate::rollout::row_streams`]).
     pub rollout: ChaCha8Rng,
     /// Example selection of each auxiliary objective, in the trainer's order of objectives.
     pub aux: Vec<AuxStream>,

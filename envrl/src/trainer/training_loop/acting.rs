@@ -1,18 +1,27 @@
 //! The trainer's acting side: the rollouts of training and evaluation, and the copy of the policy
 //! that plays them.
-
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
+//!
+//! In a data-parallel run the groups are dealt to the ranks (a group is never split), each rank
+//! plays its own, and the ranks gather the trajectories in group order, so every rank holds the
+//! whole batch. Each trajectory samples from its own stream, keyed by its index in the batch,
+//! so the episodes do not depend on the number of ranks.
 
 use super::{EVAL_SEED_OFFSET, EvalReport, Trainer};
+use crate::distributed::{GradientSync, share_of};
+use crate::error::{Error, Result};
 use crate::policy::{Policy, SamplingParams};
-use crate::rollout::{RolloutEngine, RolloutStats, grouped_slots};
-use crate::trajectory::RolloutBatch;
+use crate::rollout::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots};
+use crate::trajectory::{RolloutBatch, Trajectory};
 
 impl<P: Policy> Trainer<P> {
     /// Plays `episodes` evaluation episodes (one per task, cycling over the eval tasks) with
-    /// the evaluation sampling settings and a fixed RNG, so every evaluation sees the same noise.
-    pub fn evaluate(&mut self, episodes: usize) -> EvalReport {
+    /// the evaluation sampling settings and fixed random streams, so every evaluation sees the
+    /// same noise. In a data-parallel run the episodes are dealt to the ranks and gathered.
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when the exchange with the other ranks fails (never in one
+    /// process).
+    pub fn evaluate(&mut self, episodes: usize) -> Result<EvalReport> {
         let tasks: Vec<u64> = self
             .parts
             .world
@@ -22,24 +31,31 @@ impl<P: Policy> Trainer<P> {
             .cycle()
             .take(episodes)
             .collect();
-        let mut rng = ChaCha8Rng::seed_from_u64(self.config.seed.wrapping_add(EVAL_SEED_OFFSET));
+        let key = self.config.seed.wrapping_add(EVAL_SEED_OFFSET);
         let sampling = self.config.eval_sampling.clone();
-        let (batch, _) = self.rollout(&tasks, 1, &sampling, &mut rng);
-        EvalReport {
+        let (batch, _) = self.rollout(&tasks, 1, &sampling, key)?;
+        Ok(EvalReport {
             success_rate: batch.success_rate(),
             mean_return: batch.mean_return(),
             batch,
-        }
+        })
     }
 
+    /// Plays `group_size` copies of each of `tasks`, trajectory `j` sampling from stream `j`
+    /// of `key`: this rank's share of the groups, then gathered from every rank.
     pub(super) fn rollout(
         &mut self,
         tasks: &[u64],
         group_size: usize,
         sampling: &SamplingParams,
-        rng: &mut ChaCha8Rng,
-    ) -> (RolloutBatch, RolloutStats) {
-        let slots = grouped_slots(tasks, group_size);
+        key: u64,
+    ) -> Result<(RolloutBatch, RolloutStats)> {
+        let (rank, size) = (self.sync.rank(), self.sync.size());
+        let groups = share_of(&(0..tasks.len()), rank, size);
+        let slots: Vec<RolloutSlot> = grouped_slots(tasks, group_size)
+            .into_iter()
+            .filter(|slot| groups.contains(&slot.group_id))
+            .collect();
         while self.envs.len() < slots.len() {
             self.envs.push(self.parts.world.new_env());
         }
@@ -51,7 +67,8 @@ impl<P: Policy> Trainer<P> {
             max_steps: self.config.max_steps,
         };
         let acting = self.acting_copy();
-        engine.run(&acting, &mut self.envs[..slots.len()], &slots, rng)
+        let played = engine.run(&acting, &mut self.envs[..slots.len()], &slots, key);
+        gather_rollouts(self.sync.as_ref(), played)
     }
 
     /// The copy of the policy that plays rollouts, in the config's `rollout_weights`.
@@ -78,4 +95,33 @@ impl<P: Policy> Trainer<P> {
             .map(|i| self.parts.world.train_tasks[i])
             .collect()
     }
+}
+
+/// Every rank's trajectories and rollout statistics, in rank order (which is group order, as
+/// [`share_of`] deals contiguous groups): steps and tokens summed, policy calls the most any
+/// rank made (the turns of the longest episode, as in one process).
+fn gather_rollouts(
+    sync: &dyn GradientSync,
+    (batch, stats): (RolloutBatch, RolloutStats),
+) -> Result<(RolloutBatch, RolloutStats)> {
+    if sync.size() == 1 {
+        return Ok((batch, stats));
+    }
+    let rank = sync.rank();
+    let mine = serde_json::to_vec(&(&batch.trajectories, stats))
+        .map_err(|e| Error::distributed(rank, format!("encoding the rollout: {e}")))?;
+    let mut all = RolloutBatch::default();
+    let mut total = RolloutStats::default();
+    for (other, bytes) in sync.all_gather(&mine)?.iter().enumerate() {
+        let (trajectories, part): (Vec<Trajectory>, RolloutStats) = serde_json::from_slice(bytes)
+            .map_err(|e| {
+            Error::distributed(
+                rank,
+                format!("rank {other} sent an unreadable rollout: {e}"),
+            )
+        })?;
+        all.trajectories.extend(trajectories);
+        total.merge(&part);
+    }
+    Ok((all, total))
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use burn::optim::ModuleOptimizer;
+use rand::Rng;
 
 use crate::distributed::{GradientSync, SingleProcess};
 use crate::env::Environment;
@@ -133,10 +134,10 @@ impl<P: Policy> Trainer<P> {
         self
     }
 
-    /// Trains as one rank of a data-parallel run ([`crate::distributed`]): every rank plays the
-    /// same rollouts, computes its share of each optimizer step and sums the gradients with the
-    /// others, so that every rank steps to the same weights. Only rank 0 records metrics and
-    /// writes checkpoints.
+    /// Trains as one rank of a data-parallel run ([`crate::distributed`]): every rank plays its
+    /// share of the groups (and of each evaluation) and gathers the others', computes its share
+    /// of each optimizer step and sums the gradients with the others, so that every rank steps
+    /// to the same weights. Only rank 0 records metrics and writes checkpoints.
     pub fn with_gradient_sync(mut self, sync: impl GradientSync + 'static) -> Self {
         self.sync = Box::new(sync);
         self
@@ -179,7 +180,8 @@ impl<P: Policy> Trainer<P> {
         while self.iteration < self.config.iterations {
             let eval = (self.config.eval_every > 0
                 && self.iteration.is_multiple_of(self.config.eval_every))
-            .then(|| self.evaluate(self.config.eval_episodes));
+            .then(|| self.evaluate(self.config.eval_episodes))
+            .transpose()?;
             let mut metrics = self.train_iteration()?;
             if let Some(report) = eval {
                 metrics.set(names::EVAL_SUCCESS, report.success_rate);
@@ -230,9 +232,9 @@ impl<P: Policy> Trainer<P> {
         // 1. Act: this iteration's tasks, each played by a group of `group_size` rollouts.
         let tasks = self.sample_tasks();
         let sampling = self.config.sampling.clone();
-        let mut rng = self.streams.rollout.clone();
-        let (batch, stats) = self.rollout(&tasks, self.config.group_size, &sampling, &mut rng);
-        self.streams.rollout = rng;
+        // One draw of the rollout stream keys this iteration's per-trajectory streams.
+        let key: u64 = self.streams.rollout.random();
+        let (batch, stats) = self.rollout(&tasks, self.config.group_size, &sampling, key)?;
         let rollout_secs = start.elapsed().as_secs_f64();
 
         // 2. The learner batch: rows, values, advantages and the objectives' examples.

@@ -1,0 +1,105 @@
+//! Data-parallel acting without MPI: ranks as threads of one process ([`ThreadRank`]) each
+//! play their share of the groups and of the evaluation, gather the trajectories and train a
+//! keydoor run to the single process's episodes, metrics and parameters. Every trajectory
+//! samples from its own stream, so the episodes do not depend on how many ranks played them.
+
+use burn::tensor::Device;
+use envrl::distributed::{GradientSync, SingleProcess};
+use envrl_examples::keydoor::{KeyDoorSettings, build, envrl_objectives};
+
+use crate::support::{ThreadRank, flat_params};
+
+/// 5 groups of 3 (uneven over 2 and 3 ranks), both objectives, two iterations and a 7-episode
+/// evaluation before and after.
+fn settings() -> KeyDoorSettings {
+    let mut s = KeyDoorSettings::quick(5);
+    s.warmup_steps = 30;
+    s.trainer.iterations = 2;
+    s.trainer.groups = 5;
+    s.trainer.group_size = 3;
+    s.trainer.mini_batch_rows = 16;
+    s.trainer.eval_every = 0;
+    s.algorithm.aux = envrl_objectives();
+    s
+}
+
+/// What one rank saw: each evaluation's and iteration's episodes (responses), the metrics
+/// without timings, and the trained parameters.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    episodes: Vec<Vec<String>>,
+    metrics: Vec<Vec<(String, f64)>>,
+    params: Vec<f32>,
+}
+
+fn responses(batch: &envrl::RolloutBatch) -> Vec<String> {
+    batch.rows().map(|r| r.step.response.clone()).collect()
+}
+
+fn train(sync: impl GradientSync + 'static) -> Seen {
+    let s = settings();
+    let run = build(&s, &Device::flex()).unwrap();
+    let mut trainer = run.trainer.with_gradient_sync(sync);
+    let mut seen = Seen {
+        episodes: vec![responses(&trainer.evaluate(7).unwrap().batch)],
+        metrics: Vec::new(),
+        params: Vec::new(),
+    };
+    for _ in 0..s.trainer.iterations {
+        let metrics = trainer.train_iteration().unwrap();
+        seen.metrics.push(
+            metrics
+                .values
+                .into_iter()
+                .filter(|(name, _)| !name.starts_with("perf/"))
+                .collect(),
+        );
+        seen.episodes
+            .push(responses(trainer.last_rollout().unwrap()));
+    }
+    seen.episodes
+        .push(responses(&trainer.evaluate(7).unwrap().batch));
+    seen.params = flat_params(trainer.policy());
+    seen
+}
+
+#[test]
+fn ranks_that_split_the_rollouts_train_as_one_process() {
+    let single = train(SingleProcess);
+    for size in [2, 3] {
+        let ranks: Vec<Seen> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ThreadRank::group(size)
+                .into_iter()
+                .map(|rank| scope.spawn(move || train(rank)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (rank, seen) in ranks.iter().enumerate() {
+            let label = format!("rank {rank} of {size}");
+            assert_eq!(seen.episodes, single.episodes, "{label}: other episodes");
+            for (i, (a, b)) in single.metrics.iter().zip(&seen.metrics).enumerate() {
+                assert_eq!(
+                    a.len(),
+                    b.len(),
+                    "{label}: iteration {i} logs other metrics"
+                );
+                for ((name, x), (other, y)) in a.iter().zip(b) {
+                    assert_eq!(name, other);
+                    assert!(
+                        (x - y).abs() <= 1e-5 * x.abs().max(y.abs()) + 1e-7,
+                        "{label}: iteration {i}: {name} {x} vs {y}"
+                    );
+                }
+            }
+            let (num, den) = seen
+                .params
+                .iter()
+                .zip(&single.params)
+                .fold((0.0, 0.0), |(n, d), (a, b)| {
+                    (n + ((a - b) as f64).powi(2), d + (*b as f64).powi(2))
+                });
+            let diff = (num / den).sqrt();
+            assert!(diff <= 1e-5, "{label}: parameters differ by {diff:e}");
+        }
+    }
+}
