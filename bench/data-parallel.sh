@@ -5,7 +5,7 @@
 # RAYON_NUM_THREADS=2 and as `mpirun -np 2` ranks with one thread each, so both use the machine's
 # two cores. Prints each iteration's wall, rollout, update and exchange times from the runs' own
 # metrics, the ratio to one process, and the bytes each rank sent per optimizer step (it receives
-# N times as many: the sum is an all-gather, docs/distributed.md).
+# N - 1 times as many: every rank sends its buffer to every other one, docs/distributed.md).
 #
 #   bash bench/data-parallel.sh            # BIN=path/to/envrl (built with --features mpi),
 #                                          # ITERATIONS (2), OUT (run folders; a temporary one)

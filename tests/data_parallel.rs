@@ -80,7 +80,7 @@ mod under_mpi {
                 metrics
                     .values
                     .into_iter()
-                    .filter(|(name, _)| !name.starts_with("perf/"))
+                    .filter(|(name, _)| !metric_names::measures_the_work(name))
                     .collect(),
             );
             let batch = trainer.last_rollout().unwrap();
@@ -134,12 +134,6 @@ mod under_mpi {
         (num / den).sqrt()
     }
 
-    /// Equal within 1e-5 relative, with 1e-7 absolute for values near zero (the approximate
-    /// KL is a difference of log-probabilities of size 1 that nearly cancel).
-    fn same_within(a: f64, b: f64) -> bool {
-        (a - b).abs() <= 1e-5 * a.abs().max(b.abs()) + 1e-7
-    }
-
     /// The ranks' run equals the single process's: the same episodes, every metric and the
     /// parameters within 1e-5 relative.
     fn check(single: &Report, ranks: &Report, label: &str) {
@@ -156,7 +150,7 @@ mod under_mpi {
             for (name, value) in a {
                 let other = b.iter().find(|(n, _)| n == name).unwrap().1;
                 assert!(
-                    same_within(*value, other),
+                    metric_names::agree_within_rounding(name, *value, other),
                     "{label}: iteration {i}: {name} {value} vs {other}"
                 );
             }

@@ -23,11 +23,13 @@ fn settings() -> KeyDoorSettings {
     s
 }
 
-/// What one rank saw: each evaluation's and iteration's episodes (responses), the metrics
-/// without timings, and the trained parameters.
+/// What one rank saw: each evaluation's and iteration's episodes (responses), the acting
+/// copy's log-probabilities of the training rollouts, the metrics that do not measure the work,
+/// and the trained parameters.
 #[derive(Debug, Clone, PartialEq)]
 struct Seen {
     episodes: Vec<Vec<String>>,
+    logprobs: Vec<f32>,
     metrics: Vec<Vec<(String, f64)>>,
     params: Vec<f32>,
 }
@@ -42,6 +44,7 @@ fn train(sync: impl GradientSync + 'static) -> Seen {
     let mut trainer = run.trainer.with_gradient_sync(sync);
     let mut seen = Seen {
         episodes: vec![responses(&trainer.evaluate(7).unwrap().batch)],
+        logprobs: Vec::new(),
         metrics: Vec::new(),
         params: Vec::new(),
     };
@@ -51,11 +54,13 @@ fn train(sync: impl GradientSync + 'static) -> Seen {
             metrics
                 .values
                 .into_iter()
-                .filter(|(name, _)| !name.starts_with("perf/"))
+                .filter(|(name, _)| !envrl::metric_names::measures_the_work(name))
                 .collect(),
         );
-        seen.episodes
-            .push(responses(trainer.last_rollout().unwrap()));
+        let batch = trainer.last_rollout().unwrap();
+        seen.episodes.push(responses(batch));
+        seen.logprobs
+            .extend(batch.rows().flat_map(|r| r.step.old_logprobs.clone()));
     }
     seen.episodes
         .push(responses(&trainer.evaluate(7).unwrap().batch));
@@ -77,6 +82,19 @@ fn ranks_that_split_the_rollouts_train_as_one_process() {
         for (rank, seen) in ranks.iter().enumerate() {
             let label = format!("rank {rank} of {size}");
             assert_eq!(seen.episodes, single.episodes, "{label}: other episodes");
+            // The same tokens from batches of other rows: their log-probabilities agree up to
+            // the last bits of the batched products.
+            let worst = seen
+                .logprobs
+                .iter()
+                .zip(&single.logprobs)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            eprintln!("{label}: old log-probabilities within {worst:.1e} of one process's");
+            assert!(
+                worst <= 1e-5,
+                "{label}: log-probabilities differ by {worst:e}"
+            );
             for (i, (a, b)) in single.metrics.iter().zip(&seen.metrics).enumerate() {
                 assert_eq!(
                     a.len(),
@@ -86,7 +104,7 @@ fn ranks_that_split_the_rollouts_train_as_one_process() {
                 for ((name, x), (other, y)) in a.iter().zip(b) {
                     assert_eq!(name, other);
                     assert!(
-                        (x - y).abs() <= 1e-5 * x.abs().max(y.abs()) + 1e-7,
+                        envrl::metric_names::agree_within_rounding(name, *x, *y),
                         "{label}: iteration {i}: {name} {x} vs {y}"
                     );
                 }

@@ -112,7 +112,7 @@ mod under_mpi {
         output
     }
 
-    /// Every iteration's metrics without timings (the last record of each, as a resumed run
+    /// Every iteration's metrics without those that measure the work (the last record of each, as a resumed run
     /// rewrites the iterations after its checkpoint).
     fn metrics(dir: &Path) -> Vec<serde_json::Map<String, serde_json::Value>> {
         let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
@@ -120,14 +120,14 @@ mod under_mpi {
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let mut record: serde_json::Map<String, serde_json::Value> =
                 serde_json::from_str(line).unwrap();
-            record.retain(|k, _| !k.starts_with("perf/"));
+            record.retain(|k, _| !envrl::metric_names::measures_the_work(k));
             by_iteration.insert(record["iteration"].as_u64().unwrap(), record);
         }
         by_iteration.into_values().collect()
     }
 
-    /// The same metrics within 1e-5 relative (1e-7 absolute near zero) and the same
-    /// evaluation.
+    /// The same metrics within float rounding ([`envrl::metric_names::agree_within_rounding`]:
+    /// 1e-5 relative) and the same evaluation.
     fn assert_same_run(single: &Path, ranks: &Path, label: &str) {
         let (a, b) = (metrics(single), metrics(ranks));
         assert_eq!(a.len(), b.len(), "{label}: iterations");
@@ -140,7 +140,7 @@ mod under_mpi {
             for (k, v) in x {
                 let (p, q) = (v.as_f64().unwrap(), y[k].as_f64().unwrap());
                 assert!(
-                    (p - q).abs() <= 1e-5 * p.abs().max(q.abs()) + 1e-7,
+                    envrl::metric_names::agree_within_rounding(k, p, q),
                     "{label}: iteration {}: {k} {p} vs {q}",
                     x["iteration"]
                 );

@@ -1,24 +1,24 @@
 //! [`GradientSync`] between the processes of an MPI job, with a watchdog on every exchange.
 //!
-//! Before each collective every rank tells every other one that it has arrived (the exchange's
-//! sequence number, what it is and its length), and waits for their word within the watchdog's
-//! time. A rank that does not arrive is therefore named, ranks that disagree on what they
-//! exchange are refused before the collective, and the collectives themselves are waited on
-//! with the same deadline: no rank blocks for ever in an exchange that another has left.
+//! Every exchange is point to point: each rank sends its buffer to every other one and polls
+//! its receives, so after the watchdog's time it names the ranks whose data did not arrive.
+//! Before each exchange every rank tells every other one that it has arrived (the exchange's
+//! sequence number, what it is and its length), so ranks that disagree on what they exchange
+//! are refused before any data moves, and no rank blocks for ever in an exchange that another
+//! has left.
 
 use std::time::{Duration, Instant};
 
 use mpi::Count;
-use mpi::datatype::PartitionMut;
+use mpi::datatype::Equivalence;
 use mpi::environment::Universe;
-use mpi::request::{Request, Scope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
 use crate::distributed::{GradientSync, ordered_sum};
 use crate::error::{Error, Result};
 
-/// Values per gathered chunk of a sum (4 MiB of f32 per rank): bounds the receive buffer.
+/// Values per exchanged chunk of a sum (4 MiB of f32 per rank): bounds the receive buffers.
 const SUM_CHUNK: usize = 1 << 20;
 
 /// The environment variable that sets the watchdog's seconds ([`Mpi::DEFAULT_TIMEOUT`] unset).
@@ -93,23 +93,37 @@ impl Mpi {
         self.world.abort(code)
     }
 
-    /// Waits until every rank has arrived at this exchange, within the watchdog's time, and
-    /// checks that they all exchange the same thing with the same length.
-    fn arrive(&self, what: Exchange, len: u64) -> Result<()> {
-        let seq = self.sequence.get() + 1;
-        self.sequence.set(seq);
-        let (rank, size) = (self.rank(), self.size());
-        let word = [seq, what as u64, len];
-        let mut heard = vec![[0u64; 3]; size];
-        let missing: Vec<usize> = mpi::request::scope(|scope| {
-            let mut sends = Vec::with_capacity(size);
-            let mut receives = Vec::with_capacity(size);
-            for (other, slot) in heard.iter_mut().enumerate() {
+    /// Sends `mine` to every other rank and receives each rank's buffer of `lengths[rank]`
+    /// values, polling within the watchdog's time; then every rank's buffer in rank order
+    /// (this rank's is `mine`). After the watchdog's time it ends the job naming the ranks whose
+    /// data did not arrive.
+    fn swap<T: Equivalence + Clone + Default>(
+        &self,
+        what: Exchange,
+        mine: &[T],
+        lengths: &[usize],
+    ) -> Vec<Vec<T>> {
+        let rank = self.rank();
+        let mut theirs: Vec<Vec<T>> = lengths
+            .iter()
+            .enumerate()
+            .map(|(other, &n)| {
+                if other == rank {
+                    Vec::new()
+                } else {
+                    vec![T::default(); n]
+                }
+            })
+            .collect();
+        mpi::request::scope(|scope| {
+            let mut sends = Vec::with_capacity(lengths.len());
+            let mut receives = Vec::with_capacity(lengths.len());
+            for (other, slot) in theirs.iter_mut().enumerate() {
                 if other == rank {
                     continue;
                 }
                 let process = self.world.process_at_rank(other as i32);
-                sends.push(Some(process.immediate_send(scope, &word[..])));
+                sends.push(Some(process.immediate_send(scope, mine)));
                 receives.push((
                     other,
                     Some(process.immediate_receive_into(scope, &mut slot[..])),
@@ -133,7 +147,7 @@ impl Mpi {
                     .map(|(other, _)| *other)
                     .collect();
                 if waiting.is_empty() && sends.iter().all(Option::is_none) {
-                    return Vec::new();
+                    return;
                 }
                 if start.elapsed() > self.timeout {
                     let late = if waiting.is_empty() {
@@ -141,14 +155,25 @@ impl Mpi {
                     } else {
                         format!("rank(s) {waiting:?} did not arrive")
                     };
-                    self.time_out(seq, what, &late);
+                    self.time_out(self.sequence.get(), what, &late);
                 }
                 pause(start);
             }
         });
-        debug_assert!(missing.is_empty());
+        theirs[rank] = mine.to_vec();
+        theirs
+    }
+
+    /// Waits until every rank has arrived at this exchange, within the watchdog's time, and
+    /// checks that they all exchange the same thing with the same length.
+    fn arrive(&self, what: Exchange, len: u64) -> Result<()> {
+        let seq = self.sequence.get() + 1;
+        self.sequence.set(seq);
+        let (rank, size) = (self.rank(), self.size());
+        let word = [seq, what as u64, len];
+        let heard = self.swap(what, &word, &vec![word.len(); size]);
         for (other, theirs) in heard.iter().enumerate() {
-            if other != rank && *theirs != word {
+            if other != rank && theirs[..] != word[..] {
                 return Err(Error::distributed(
                     rank,
                     format!(
@@ -180,42 +205,6 @@ impl Mpi {
             3,
         )
     }
-
-    /// Waits for a collective every rank has arrived at, within the watchdog's time.
-    fn complete<'a, D: ?Sized, S: Scope<'a>>(
-        &self,
-        mut request: Request<'a, D, S>,
-        what: Exchange,
-    ) {
-        let start = Instant::now();
-        loop {
-            match request.test() {
-                Ok(_) => return,
-                Err(pending) => request = pending,
-            }
-            if start.elapsed() > self.timeout {
-                self.time_out(
-                    self.sequence.get(),
-                    what,
-                    "a rank stopped inside the collective",
-                );
-            }
-            pause(start);
-        }
-    }
-
-    fn gather_lengths(&self, len: u64) -> Result<Vec<u64>> {
-        // Lengths may differ between ranks here: the arrival word carries 0.
-        self.arrive(Exchange::GatherLengths, 0)?;
-        let mut lengths = vec![0u64; self.size()];
-        mpi::request::scope(|scope| {
-            let request = self
-                .world
-                .immediate_all_gather_into(scope, &len, &mut lengths[..]);
-            self.complete(request, Exchange::GatherLengths);
-        });
-        Ok(lengths)
-    }
 }
 
 /// Spins for the first 2 ms of a wait (exchanges between busy ranks are quick), then polls
@@ -244,56 +233,36 @@ impl GradientSync for Mpi {
     }
 
     fn all_gather(&self, bytes: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let lengths = self.gather_lengths(bytes.len() as u64)?;
-        let total: u64 = lengths.iter().sum();
-        let too_big = |n: u64| Count::try_from(n).is_err();
-        if too_big(total) {
+        // Lengths may differ between ranks here: the arrival word carries 0.
+        self.arrive(Exchange::GatherLengths, 0)?;
+        let size = self.size();
+        let lengths: Vec<u64> = self
+            .swap(
+                Exchange::GatherLengths,
+                &[bytes.len() as u64],
+                &vec![1; size],
+            )
+            .iter()
+            .map(|l| l[0])
+            .collect();
+        if let Some(n) = lengths.iter().find(|&&n| Count::try_from(n).is_err()) {
             return Err(Error::distributed(
                 self.rank(),
-                format!("an all-gather of {total} bytes is larger than MPI counts"),
+                format!("a rank sends {n} bytes, more than an MPI message holds"),
             ));
         }
-        let counts: Vec<Count> = lengths.iter().map(|&n| n as Count).collect();
-        let displs: Vec<Count> = counts
-            .iter()
-            .scan(0, |acc, &n| {
-                let at = *acc;
-                *acc += n;
-                Some(at)
-            })
-            .collect();
+        let total: u64 = lengths.iter().sum();
         self.arrive(Exchange::GatherBytes, total)?;
-        let mut buf = vec![0u8; total as usize];
-        {
-            let mut partition = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
-            mpi::request::scope(|scope| {
-                let request =
-                    self.world
-                        .immediate_all_gather_varcount_into(scope, bytes, &mut partition);
-                self.complete(request, Exchange::GatherBytes);
-            });
-        }
-        Ok(displs
-            .iter()
-            .zip(&counts)
-            .map(|(&at, &n)| buf[at as usize..(at + n) as usize].to_vec())
-            .collect())
+        let lengths: Vec<usize> = lengths.iter().map(|&n| n as usize).collect();
+        Ok(self.swap(Exchange::GatherBytes, bytes, &lengths))
     }
 
     fn sum(&self, values: &mut [f32]) -> Result<()> {
         let size = self.size();
         self.arrive(Exchange::Sum, values.len() as u64)?;
-        let mut gathered = vec![0f32; SUM_CHUNK.min(values.len()) * size];
         for chunk in values.chunks_mut(SUM_CHUNK) {
-            let n = chunk.len();
-            let received = &mut gathered[..n * size];
-            mpi::request::scope(|scope| {
-                let request =
-                    self.world
-                        .immediate_all_gather_into(scope, &chunk[..], &mut received[..]);
-                self.complete(request, Exchange::Sum);
-            });
-            ordered_sum(received.chunks(n), chunk);
+            let parts = self.swap(Exchange::Sum, chunk, &vec![chunk.len(); size]);
+            ordered_sum(parts.iter().map(Vec::as_slice), chunk);
         }
         Ok(())
     }

@@ -87,6 +87,31 @@ pub const ALL: [&str; 25] = [
     EVAL_RETURN,
 ];
 
+/// Whether a metric measures how the work was done — timings, exchanges, the prompt tokens each
+/// process's own batches shared — rather than what was trained. Such metrics differ between
+/// runs that train the same (on another number of ranks, another machine); all others do not,
+/// beyond float rounding.
+pub fn measures_the_work(name: &str) -> bool {
+    name.starts_with("perf/") || name == PREFILL_TOKENS_SAVED
+}
+
+/// Whether two values of metric `name`, from runs that trained the same but split the work
+/// differently (other ranks, other batches), agree within float rounding: within 1e-5 of the
+/// larger value plus a floor for values that are small differences of large terms — 1e-5 for
+/// cosines (in [-1, 1]; one near 0 is a sum of products that nearly cancel), 1e-6 for the
+/// approximate KL (a mean of differences of log-probabilities whose terms carry the acting
+/// copy's batch rounding, up to a few 1e-6 per token), 1e-7 for everything else.
+pub fn agree_within_rounding(name: &str, a: f64, b: f64) -> bool {
+    let floor = if name.starts_with("grad/aux_cos/") {
+        1e-5
+    } else if name == "policy/approx_kl" {
+        1e-6
+    } else {
+        1e-7
+    };
+    (a - b).abs() <= 1e-5 * a.abs().max(b.abs()) + floor
+}
+
 /// The prefixes of the per-objective names, for documentation checks.
 pub const AUX_PREFIXES: [&str; 8] = [
     "loss/aux/",
