@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/envrl}
 ITERATIONS=${ITERATIONS:-2}
 OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
 export ENVRL_MODELS=${ENVRL_MODELS:-$HOME/.cache/envrl-models}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 bash scripts/fetch-smollm2.sh "$ENVRL_MODELS" > /dev/null

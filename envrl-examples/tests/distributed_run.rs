@@ -1,9 +1,10 @@
 //! `envrl train` under `mpirun` equals the single-process run: keydoor and ALFWorld (cpu-tiny,
-//! three iterations, GRPO + both objectives) on two ranks log the same metrics and evaluation;
-//! a killed rank ends the job and the run resumes exactly (on three ranks); a rank with another
-//! config is refused; the watchdog names a rank that stopped answering. Needs the `mpi` feature and
-//! Open MPI's `mpirun` (`cargo test --release -p envrl-examples --features mpi --test
-//! distributed_run`; `.ci/run` installs Open MPI and runs it); skipped otherwise.
+//! three iterations, GRPO + both objectives; ALFWorld with LoRA) on two ranks log the same
+//! metrics and evaluation; a killed rank ends the job and the run resumes exactly (on three
+//! ranks); a rank with another config is refused; the watchdog names a rank that stopped
+//! answering. Needs the `mpi` feature and Open MPI's `mpirun` (`cargo test --release -p
+//! envrl-examples --features mpi --test distributed_run`; `.ci/run` installs Open MPI and runs
+//! it); skipped otherwise.
 #![allow(missing_docs)]
 
 #[cfg(feature = "mpi")]
@@ -37,11 +38,14 @@ mod under_mpi {
         "state_prediction,inverse_dynamics",
     ];
 
-    /// The same on the embedded ALFWorld games.
+    /// The same on the embedded ALFWorld games, with LoRA adapters (the ranks exchange the
+    /// adapters' gradients only; the frozen base weights have none on any rank).
     const ALFWORLD: &[&str] = &[
         "train",
         "alfworld",
         "--quiet",
+        "--set",
+        "lora.rank=4",
         "--set",
         "trainer.groups=4",
         "--set",

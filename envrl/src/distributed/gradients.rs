@@ -16,12 +16,12 @@ struct Slot {
     dtype: DType,
 }
 
-/// First pass: each parameter's gradient (zeros where this rank has none) and whether it had one.
+/// First pass: each parameter's gradient on this rank, if it has one, and whether it has one.
 struct Flatten<'a> {
     grads: &'a mut GradientsParams,
     slots: Vec<Slot>,
     present: Vec<f32>,
-    values: Vec<f32>,
+    values: Vec<Option<Vec<f32>>>,
     error: Option<String>,
 }
 
@@ -45,12 +45,8 @@ impl ModuleVisitor for Flatten<'_> {
                 (shape, value.device().inner(), value.dtype(), None)
             }
         };
-        let numel = shape.iter().product::<usize>();
         self.present.push(if values.is_some() { 1.0 } else { 0.0 });
-        match values {
-            Some(values) => self.values.extend_from_slice(&values),
-            None => self.values.extend(std::iter::repeat_n(0.0, numel)),
-        }
+        self.values.push(values);
         self.slots.push(Slot {
             id: param.id,
             shape,
@@ -73,22 +69,24 @@ struct Rebuild<'a> {
 impl ModuleVisitor for Rebuild<'_> {
     fn visit_float<const D: usize>(&mut self, _param: &Param<Tensor<D>>) {
         let slot = &self.slots[self.next];
-        let numel = slot.shape.iter().product::<usize>();
-        let values = &self.values[self.offset..self.offset + numel];
         if self.present[self.next] > 0.0 {
+            let numel = slot.shape.iter().product::<usize>();
+            let values = &self.values[self.offset..self.offset + numel];
             let data = TensorData::new(values.to_vec(), slot.shape.clone());
             let grad = Tensor::<D>::from_data(data, (&slot.device, slot.dtype));
             self.out.register(slot.id, grad);
+            self.offset += numel;
         }
         self.next += 1;
-        self.offset += numel;
     }
 }
 
 /// The sum over ranks of every rank's `grads` of `module`'s parameters, the same on every rank,
-/// and the bytes this rank contributed. A parameter gets a gradient when some rank had one for
-/// it (ranks without contribute zeros), so the optimizer steps the same parameters as one
-/// process would. One rank: `grads` as given, nothing exchanged.
+/// and the bytes this rank contributed. The ranks first sum one flag per parameter (whether it
+/// has a gradient), then the gradients of the parameters that have one on some rank (ranks
+/// without contribute zeros), so the optimizer steps the same parameters as one process would
+/// and frozen parameters (a LoRA run's base weights) cost nothing. One rank: `grads` as given,
+/// nothing exchanged.
 ///
 /// # Errors
 /// [`Error::Distributed`] when the exchange fails or a gradient cannot be read.
@@ -111,7 +109,7 @@ pub(crate) fn sum_gradients<M: Module>(
     let Flatten {
         slots,
         mut present,
-        mut values,
+        values: own,
         error,
         ..
     } = flat;
@@ -119,6 +117,15 @@ pub(crate) fn sum_gradients<M: Module>(
         return Err(Error::distributed(sync.rank(), reason));
     }
     sync.sum(&mut present)?;
+    let mut values = Vec::new();
+    for ((slot, own), &anywhere) in slots.iter().zip(own).zip(&present) {
+        if anywhere > 0.0 {
+            match own {
+                Some(own) => values.extend_from_slice(&own),
+                None => values.extend(std::iter::repeat_n(0.0, slot.shape.iter().product())),
+            }
+        }
+    }
     sync.sum(&mut values)?;
     let mut rebuild = Rebuild {
         slots: &slots,
