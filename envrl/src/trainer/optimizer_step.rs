@@ -177,12 +177,14 @@ impl<P: Policy> StepRunner<'_, P> {
             return Ok((total, 0));
         }
         let rank = self.sync.rank();
-        let mine = serde_json::to_vec(&(&*outcome, total))
+        // MessagePack keeps a non-finite loss as it is (the step is then skipped on every rank,
+        // as in one process).
+        let mine = rmp_serde::to_vec(&(&*outcome, total))
             .map_err(|e| Error::distributed(rank, format!("encoding a step report: {e}")))?;
         let mut merged = StepReport::default();
         let mut sum = Some(0.0);
         for (other, bytes) in self.sync.all_gather(&mine)?.iter().enumerate() {
-            let (part, part_total): (StepReport, Option<f64>) = serde_json::from_slice(bytes)
+            let (part, part_total): (StepReport, Option<f64>) = rmp_serde::from_slice(bytes)
                 .map_err(|e| {
                     Error::distributed(
                         rank,

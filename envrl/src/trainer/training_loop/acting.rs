@@ -108,20 +108,80 @@ fn gather_rollouts(
         return Ok((batch, stats));
     }
     let rank = sync.rank();
-    let mine = serde_json::to_vec(&(&batch.trajectories, stats))
+    let mine = encode(&(&batch.trajectories, stats))
         .map_err(|e| Error::distributed(rank, format!("encoding the rollout: {e}")))?;
     let mut all = RolloutBatch::default();
     let mut total = RolloutStats::default();
     for (other, bytes) in sync.all_gather(&mine)?.iter().enumerate() {
-        let (trajectories, part): (Vec<Trajectory>, RolloutStats) = serde_json::from_slice(bytes)
+        let (trajectories, part): (Vec<Trajectory>, RolloutStats) = rmp_serde::from_slice(bytes)
             .map_err(|e| {
-            Error::distributed(
-                rank,
-                format!("rank {other} sent an unreadable rollout: {e}"),
-            )
-        })?;
+                Error::distributed(
+                    rank,
+                    format!("rank {other} sent an unreadable rollout: {e}"),
+                )
+            })?;
         all.trajectories.extend(trajectories);
         total.merge(&part);
     }
     Ok((all, total))
+}
+
+/// What a rank sends of its rollout: MessagePack, which keeps every float's bits (a NaN
+/// reward or an infinite log-probability arrives as it left, as one process would see it).
+fn encode<T: serde::Serialize>(
+    value: &T,
+) -> std::result::Result<Vec<u8>, rmp_serde::encode::Error> {
+    rmp_serde::to_vec(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trajectory::Step;
+
+    #[test]
+    fn a_rollout_crosses_between_ranks_bit_for_bit() {
+        let step = Step {
+            t: 0,
+            prompt_ids: vec![1, 2],
+            response_ids: vec![3],
+            old_logprobs: vec![f32::NEG_INFINITY, -0.1, f32::from_bits(0x3f80_0001)],
+            observation: "o".into(),
+            admissible: vec!["a".into()],
+            next_observation: "p".into(),
+            response: "r".into(),
+            action: "a".into(),
+            reward: f32::NAN,
+            valid: true,
+            done: true,
+            won: false,
+        };
+        let trajectories = vec![Trajectory {
+            group_id: 1,
+            traj_id: 4,
+            task_id: 9,
+            task: "t".into(),
+            steps: vec![step],
+        }];
+        let stats = RolloutStats {
+            env_steps: 1,
+            generated_tokens: 1,
+            policy_calls: 1,
+            prefill_tokens_saved: 0,
+        };
+        let bytes = encode(&(&trajectories, stats)).unwrap();
+        let (back, back_stats): (Vec<Trajectory>, RolloutStats) =
+            rmp_serde::from_slice(&bytes).unwrap();
+        let bits = |t: &[Trajectory]| -> Vec<u32> {
+            let s = &t[0].steps[0];
+            s.old_logprobs
+                .iter()
+                .chain([&s.reward])
+                .map(|x| x.to_bits())
+                .collect()
+        };
+        assert_eq!(bits(&back), bits(&trajectories));
+        assert_eq!(back_stats, stats);
+        assert_eq!(back[0].traj_id, 4);
+    }
 }
