@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use burn::tensor::Device;
+use envrl::distributed::SingleProcess;
 use envrl::{
     Critic, Environment, Observation, RolloutBatch, ScoreRow, Step, StepOutcome, Tokenizer,
-    Trainer, TrainerConfig, TrainerParts, Trajectory, World,
+    Trainer, TrainerConfig, TrainerParts, Trajectory, ValueStep, World,
 };
 use envrl_algos::{
     AdvantageConfig, AlgorithmConfig, AuxConfig, CriticConfig, LmConfig, LmCritic, WordTokenizer,
@@ -239,7 +240,13 @@ fn the_critic_fits_fixed_value_targets() {
     let returns = vec![vec![1.0, 1.0], vec![-0.5]];
     let loss = |critic: &mut LmCritic| {
         let old = critic.values(&rows);
-        critic.update(&rows, &old, &returns)[0].1
+        let step = ValueStep {
+            rows: &rows,
+            old_values: &old,
+            returns: &returns,
+            step_tokens: 3,
+        };
+        critic.update(step, &SingleProcess).unwrap().stats[0].1
     };
     let first = loss(&mut critic);
     let mut last = first;

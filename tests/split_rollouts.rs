@@ -2,16 +2,18 @@
 //! play their share of the groups and of the evaluation, gather the trajectories and train a
 //! keydoor run to the single process's episodes, metrics and parameters. Every trajectory
 //! samples from its own stream, so the episodes do not depend on how many ranks played them.
+//! With PPO, the critic's values and steps are split between the ranks too.
 
 use burn::tensor::Device;
 use envrl::distributed::{GradientSync, SingleProcess};
+use envrl_algos::AdvantageConfig;
 use envrl_examples::keydoor::{KeyDoorSettings, build, envrl_objectives};
 
 use crate::support::{ThreadRank, flat_params};
 
 /// 5 groups of 3 (uneven over 2 and 3 ranks), both objectives, two iterations and a 7-episode
 /// evaluation before and after.
-fn settings() -> KeyDoorSettings {
+fn grpo_both_objectives() -> KeyDoorSettings {
     let mut s = KeyDoorSettings::quick(5);
     s.warmup_steps = 30;
     s.trainer.iterations = 2;
@@ -20,6 +22,16 @@ fn settings() -> KeyDoorSettings {
     s.trainer.mini_batch_rows = 16;
     s.trainer.eval_every = 0;
     s.algorithm.aux = envrl_objectives();
+    s
+}
+
+/// The same with PPO instead of GRPO (a critic, no objectives), three iterations so that the
+/// critic's trained values reach the advantages of two of them.
+fn ppo() -> KeyDoorSettings {
+    let mut s = grpo_both_objectives();
+    s.algorithm.aux = Vec::new();
+    s.algorithm.advantage = AdvantageConfig::from_name("ppo").unwrap();
+    s.trainer.iterations = 3;
     s
 }
 
@@ -38,9 +50,8 @@ fn responses(batch: &envrl::RolloutBatch) -> Vec<String> {
     batch.rows().map(|r| r.step.response.clone()).collect()
 }
 
-fn train(sync: impl GradientSync + 'static) -> Seen {
-    let s = settings();
-    let run = build(&s, &Device::flex()).unwrap();
+fn train(s: &KeyDoorSettings, sync: impl GradientSync + 'static) -> Seen {
+    let run = build(s, &Device::flex()).unwrap();
     let mut trainer = run.trainer.with_gradient_sync(sync);
     let mut seen = Seen {
         episodes: vec![responses(&trainer.evaluate(7).unwrap().batch)],
@@ -70,12 +81,27 @@ fn train(sync: impl GradientSync + 'static) -> Seen {
 
 #[test]
 fn ranks_that_split_the_rollouts_train_as_one_process() {
-    let single = train(SingleProcess);
+    ranks_train_as_one_process(&grpo_both_objectives());
+}
+
+#[test]
+fn ranks_that_split_the_critic_train_as_one_process() {
+    ranks_train_as_one_process(&ppo());
+}
+
+fn ranks_train_as_one_process(s: &KeyDoorSettings) {
+    let single = train(s, SingleProcess);
+    let ppo = s.algorithm.advantage.build().needs_values();
+    assert_eq!(
+        single.metrics[0].iter().any(|(n, _)| n == "loss/value"),
+        ppo,
+        "a critic's step logs loss/value"
+    );
     for size in [2, 3] {
         let ranks: Vec<Seen> = std::thread::scope(|scope| {
             let handles: Vec<_> = ThreadRank::group(size)
                 .into_iter()
-                .map(|rank| scope.spawn(move || train(rank)))
+                .map(|rank| scope.spawn(move || train(s, rank)))
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });

@@ -52,7 +52,7 @@ pub use advantage::{Advantage, TokenAdvantages};
 #[cfg(feature = "burn")]
 pub use auxiliary::{AuxExample, AuxObjective, token_mean_cross_entropy};
 #[cfg(feature = "burn")]
-pub use critic::Critic;
+pub use critic::{Critic, ValueStep, ValueUpdate};
 pub use env::{
     ActionForm, EnvFactory, Environment, ExampleBudgets, Observation, StepOutcome, World, WorldInfo,
 };

@@ -7,12 +7,16 @@
 //! (no ½ factor; ENVRL.md §3.5).
 
 use std::path::Path;
+use std::time::Instant;
 
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::store::ModuleRecord;
 use burn::tensor::{Device, Tensor};
-use envrl::{Critic, FusedAdamW, ScoreRow, clip_global_grad_norm, pad_rows};
+use envrl::distributed::{GradientSync, sum_gradients};
+use envrl::{
+    Critic, FusedAdamW, ScoreRow, ValueStep, ValueUpdate, clip_global_grad_norm, pad_rows,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::critic::ValueModel;
@@ -82,7 +86,26 @@ impl LmCritic {
     }
 }
 
-/// The clipped value loss and the fraction of tokens where the clipped term was larger.
+/// The clipped value loss of every token and whether its clipped term was the larger:
+///
+/// ```text
+/// l = max( (V − G)², (clip(V, V_old − c, V_old + c) − G)² )
+/// ```
+pub fn clipped_value_terms(
+    values: Tensor<2>,
+    old_values: Tensor<2>,
+    returns: Tensor<2>,
+    clip: f32,
+) -> (Tensor<2>, Tensor<2>) {
+    let clipped = (values.clone() - old_values.clone()).clamp(-clip, clip) + old_values;
+    let unclipped_loss = (values - returns.clone()).square();
+    let clipped_loss = (clipped - returns).square();
+    let clipped_larger = clipped_loss.clone().greater(unclipped_loss.clone()).float();
+    (unclipped_loss.max_pair(clipped_loss), clipped_larger)
+}
+
+/// The clipped value loss (a token mean) and the fraction of tokens where the clipped term was
+/// larger.
 pub fn clipped_value_loss(
     values: Tensor<2>,
     old_values: Tensor<2>,
@@ -90,12 +113,43 @@ pub fn clipped_value_loss(
     mask: Tensor<2>,
     clip: f32,
 ) -> (Tensor<1>, Tensor<1>) {
-    let clipped = (values.clone() - old_values.clone()).clamp(-clip, clip) + old_values;
-    let unclipped_loss = (values - returns.clone()).square();
-    let clipped_loss = (clipped - returns).square();
-    let frac = clipped_loss.clone().greater(unclipped_loss.clone()).float();
-    let loss = token_mean(unclipped_loss.max_pair(clipped_loss), mask.clone());
-    (loss, token_mean(frac, mask))
+    let (loss, clipped_larger) = clipped_value_terms(values, old_values, returns, clip);
+    (
+        token_mean(loss, mask.clone()),
+        token_mean(clipped_larger, mask),
+    )
+}
+
+/// The sums over this rank's tokens of the value loss, the value and the clipped indicator (the
+/// step's statistics once summed over ranks and divided by its tokens), and the loss to
+/// back-propagate: the summed loss over the step's tokens.
+struct ValueSums {
+    loss: Tensor<1>,
+    sums: [f32; 3],
+}
+
+impl LmCritic {
+    fn value_sums(&self, step: &ValueStep<'_>) -> ValueSums {
+        let (values, mask) = self.model.values(step.rows);
+        let [n, width] = values.dims();
+        let pad =
+            |rows: &[Vec<f32>]| pad_rows(rows.iter().map(Vec::as_slice), n, width, &self.device);
+        let (old, targets) = (pad(step.old_values), pad(step.returns));
+        let value_sum = (values.clone().detach() * mask.clone()).sum();
+        let (loss, clipped_larger) =
+            clipped_value_terms(values, old, targets, self.config.value_clip);
+        let loss_sum = (loss * mask.clone()).sum();
+        let clipped_sum = (clipped_larger * mask).sum();
+        let scalar = |t: Tensor<1>| t.into_scalar::<f32>();
+        ValueSums {
+            sums: [
+                scalar(loss_sum.clone().detach()),
+                scalar(value_sum),
+                scalar(clipped_sum),
+            ],
+            loss: loss_sum / step.step_tokens.max(1) as f32,
+        }
+    }
 }
 
 impl Critic for LmCritic {
@@ -118,44 +172,53 @@ impl Critic for LmCritic {
 
     fn update(
         &mut self,
-        rows: &[ScoreRow],
-        old_values: &[Vec<f32>],
-        returns: &[Vec<f32>],
-    ) -> Vec<(String, f64)> {
-        if rows.is_empty() {
-            return Vec::new();
+        step: ValueStep<'_>,
+        sync: &dyn GradientSync,
+    ) -> envrl::Result<ValueUpdate> {
+        let mut update = ValueUpdate::default();
+        if step.step_tokens == 0 {
+            return Ok(update);
         }
-        let (values, mask) = self.model.values(rows);
-        let [n, width] = values.dims();
-        let old = pad_rows(old_values.iter().map(Vec::as_slice), n, width, &self.device);
-        let targets = pad_rows(returns.iter().map(Vec::as_slice), n, width, &self.device);
-        let mean_value = token_mean(values.clone().detach(), mask.clone()).into_scalar::<f32>();
-        let (loss, clip_frac) =
-            clipped_value_loss(values, old, targets, mask, self.config.value_clip);
-        let loss_value = loss.clone().into_scalar::<f32>();
-        let mut stats = vec![
-            ("loss/value".to_string(), loss_value as f64),
-            ("value/mean".to_string(), mean_value as f64),
-            (
-                "value/clip_frac".to_string(),
-                clip_frac.into_scalar::<f32>() as f64,
-            ),
+        let own = match step.rows.is_empty() {
+            true => None,
+            false => Some(self.value_sums(&step)),
+        };
+        let mut sums = own.as_ref().map_or([0.0; 3], |o| o.sums);
+        let start = Instant::now();
+        sync.sum(&mut sums)?;
+        let tokens = step.step_tokens as f64;
+        let [loss_sum, value_sum, clipped_sum] = sums.map(|s| s as f64 / tokens);
+        update.stats = vec![
+            ("loss/value".to_string(), loss_sum),
+            ("value/mean".to_string(), value_sum),
+            ("value/clip_frac".to_string(), clipped_sum),
         ];
         let mut skipped = 1.0;
-        if loss_value.is_finite() {
-            let mut grads = GradientsParams::from_grads(loss.backward(), &self.model);
+        // The summed loss is the same on every rank, so every rank skips or steps together.
+        if loss_sum.is_finite() {
+            let grads = match own {
+                Some(own) => GradientsParams::from_grads(own.loss.backward(), &self.model),
+                None => GradientsParams::new(),
+            };
+            let (mut grads, sent) = sum_gradients(&self.model, grads, sync)?;
+            if sync.size() > 1 {
+                update.exchanged_bytes = sent + sums.len() * size_of::<f32>();
+                update.exchange_seconds = start.elapsed().as_secs_f64();
+            }
             if let Some(norm) =
                 clip_global_grad_norm(&self.model, &mut grads, self.config.max_grad_norm)
             {
-                stats.push(("optim/critic_grad_norm".into(), norm));
+                update.stats.push(("optim/critic_grad_norm".into(), norm));
                 self.model =
                     self.optimizer
                         .step(self.config.learning_rate, self.model.clone(), grads);
                 skipped = 0.0;
             }
         }
-        stats.push(("optim/critic_skipped_steps".into(), skipped));
-        stats
+        update
+            .stats
+            .push(("optim/critic_skipped_steps".into(), skipped));
+        Ok(update)
     }
 
     fn save(&self, dir: &Path) -> envrl::Result<()> {

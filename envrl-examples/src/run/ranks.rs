@@ -18,6 +18,42 @@ use tempfile::TempDir;
 
 use super::RunOptions;
 
+/// The start of a scratch directory's name: `envrl-rank-<rank>-<pid>-<random>`.
+const SCRATCH_PREFIX: &str = "envrl-rank-";
+
+/// Removes the scratch directories in `temp` of ranks that no longer run. A rank ends its own
+/// (a [`TempDir`]), but one killed by a signal (the launcher ends every rank when one fails)
+/// cannot, and its scratch can hold a warm start as large as the model. Only directories whose
+/// process is gone are removed; on systems without `/proc` nothing is.
+fn remove_stale_scratch(temp: &std::path::Path) {
+    if !std::path::Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = stale_scratch_pid(&name.to_string_lossy()) else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// The process id in a scratch directory's name, if `name` is one.
+fn stale_scratch_pid(name: &str) -> Option<u32> {
+    let mut parts = name.strip_prefix(SCRATCH_PREFIX)?.splitn(3, '-');
+    let (_rank, pid, _random) = (
+        parts.next()?.parse::<usize>().ok()?,
+        parts.next()?,
+        parts.next()?,
+    );
+    pid.parse().ok()
+}
+
 /// This process's place in the run.
 #[derive(Clone, Default)]
 pub enum Ranks {
@@ -108,9 +144,15 @@ impl Ranks {
         if self.writes() {
             return Ok(None);
         }
+        let temp = std::env::temp_dir();
+        remove_stale_scratch(&temp);
         let dir = tempfile::Builder::new()
-            .prefix(&format!("envrl-rank-{}-", self.rank()))
-            .tempdir()
+            .prefix(&format!(
+                "{SCRATCH_PREFIX}{}-{}-",
+                self.rank(),
+                std::process::id()
+            ))
+            .tempdir_in(&temp)
             .context("creating a scratch directory")?;
         let options = RunOptions {
             output_dir: dir.path().join("run"),
@@ -166,5 +208,29 @@ impl Ranks {
         }
         #[cfg(not(feature = "mpi"))]
         let _ = error;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_scratch_directories_of_gone_processes_are_removed() {
+        let temp = tempfile::tempdir().unwrap();
+        let gone = temp.path().join("envrl-rank-1-4194305-AbCd12");
+        let mine = temp
+            .path()
+            .join(format!("envrl-rank-1-{}-XyZ", std::process::id()));
+        let other = temp.path().join("envrl-rank-x-1-y");
+        for dir in [&gone, &mine, &other] {
+            std::fs::create_dir_all(dir.join("run")).unwrap();
+        }
+        remove_stale_scratch(temp.path());
+        // Process ids on Linux stay below 2^22 (4194304), so 4194305 never runs.
+        assert!(!gone.exists() || !std::path::Path::new("/proc/self").exists());
+        assert!(mine.exists() && other.exists());
+        assert_eq!(stale_scratch_pid("envrl-rank-2-77-abc"), Some(77));
+        assert_eq!(stale_scratch_pid("envrl-rank-2-abc"), None);
     }
 }

@@ -2,8 +2,35 @@
 
 use std::path::Path;
 
+use crate::distributed::GradientSync;
 use crate::error::Result;
 use crate::policy::ScoreRow;
+
+/// One optimizer step of a critic as one rank computes it: the rank's share of the step's rows
+/// and the step's size over all ranks, which normalises the token-mean value loss so that the
+/// shares' losses add up to the step's.
+#[derive(Debug, Clone, Copy)]
+pub struct ValueStep<'a> {
+    /// This rank's rows of the step (all of them in one process; possibly none).
+    pub rows: &'a [ScoreRow],
+    /// [`Critic::values`] of those rows from before the update.
+    pub old_values: &'a [Vec<f32>],
+    /// The regression targets of those rows, shaped like their targets.
+    pub returns: &'a [Vec<f32>],
+    /// The target tokens of all of the step's rows, on every rank.
+    pub step_tokens: usize,
+}
+
+/// What a critic step reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ValueUpdate {
+    /// Named statistics of the whole step (for example `loss/value`), the same on every rank.
+    pub stats: Vec<(String, f64)>,
+    /// Bytes this rank sent to the others (0 in one process).
+    pub exchanged_bytes: usize,
+    /// Seconds spent in those exchanges.
+    pub exchange_seconds: f64,
+}
 
 /// A learned value function with its own optimizer, trained by the [`crate::Trainer`] next to
 /// the policy when the advantage estimator [needs values](crate::Advantage::needs_values).
@@ -14,17 +41,15 @@ pub trait Critic: Send {
     /// The value of every target token of every row (no gradient), `rows[i].target.len()` each.
     fn values(&self, rows: &[ScoreRow]) -> Vec<Vec<f32>>;
 
-    /// One optimizer step on the clipped value loss of a mini-batch.
+    /// One optimizer step on the clipped value loss of a mini-batch, computed together by the
+    /// ranks of `sync` (each with its share of the rows, [`crate::distributed`]): the loss is
+    /// each token's term over `step.step_tokens`, the ranks' gradients are summed
+    /// ([`crate::distributed::sum_gradients`]) and every rank clips and steps identically. A
+    /// non-finite loss or gradient skips the step on every rank.
     ///
-    /// `old_values` are [`Critic::values`] from before the update and `returns` the regression
-    /// targets, both shaped like the rows' targets. Returns named statistics for the metrics
-    /// (for example `loss/value`); a non-finite loss or gradient skips the step.
-    fn update(
-        &mut self,
-        rows: &[ScoreRow],
-        old_values: &[Vec<f32>],
-        returns: &[Vec<f32>],
-    ) -> Vec<(String, f64)>;
+    /// # Errors
+    /// [`crate::Error::Distributed`] when the exchange with the other ranks fails.
+    fn update(&mut self, step: ValueStep<'_>, sync: &dyn GradientSync) -> Result<ValueUpdate>;
 
     /// Writes the critic's weights and optimizer state into checkpoint directory `dir`.
     ///

@@ -90,7 +90,7 @@ impl ModuleVisitor for Rebuild<'_> {
 ///
 /// # Errors
 /// [`Error::Distributed`] when the exchange fails or a gradient cannot be read.
-pub(crate) fn sum_gradients<M: Module>(
+pub fn sum_gradients<M: Module>(
     module: &M,
     mut grads: GradientsParams,
     sync: &dyn GradientSync,

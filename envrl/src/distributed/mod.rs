@@ -10,6 +10,7 @@
 //! Sums are taken in rank order on every rank, so every rank gets the same bits, and the result
 //! differs from one process's only by float rounding (the order of additions).
 
+mod gather;
 #[cfg(feature = "burn")]
 mod gradients;
 mod launcher;
@@ -17,8 +18,9 @@ mod launcher;
 mod mpi;
 mod share;
 
+pub use gather::gather;
 #[cfg(feature = "burn")]
-pub(crate) use gradients::sum_gradients;
+pub use gradients::sum_gradients;
 pub use launcher::{launched_by_mpi, launcher_size, local_rank};
 #[cfg(feature = "mpi")]
 pub use mpi::{Mpi, TIMEOUT_VAR};

@@ -11,7 +11,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use crate::auxiliary::AuxObjective;
-use crate::distributed::{GradientSync, sum_gradients};
+use crate::distributed::{GradientSync, gather, sum_gradients};
 use crate::error::{Error, Result};
 use crate::policy::{Policy, ScoreRow};
 use crate::trainer::metric_names as names;
@@ -176,21 +176,12 @@ impl<P: Policy> StepRunner<'_, P> {
         if self.sync.size() == 1 {
             return Ok((total, 0));
         }
-        let rank = self.sync.rank();
-        // MessagePack keeps a non-finite loss as it is (the step is then skipped on every rank,
-        // as in one process).
-        let mine = rmp_serde::to_vec(&(&*outcome, total))
-            .map_err(|e| Error::distributed(rank, format!("encoding a step report: {e}")))?;
+        // A non-finite loss arrives as it left (the step is then skipped on every rank, as in
+        // one process).
+        let (parts, sent) = gather(self.sync, "step report", &(outcome.clone(), total))?;
         let mut merged = StepReport::default();
         let mut sum = Some(0.0);
-        for (other, bytes) in self.sync.all_gather(&mine)?.iter().enumerate() {
-            let (part, part_total): (StepReport, Option<f64>) = rmp_serde::from_slice(bytes)
-                .map_err(|e| {
-                    Error::distributed(
-                        rank,
-                        format!("rank {other} sent an unreadable step report: {e}"),
-                    )
-                })?;
+        for (part, part_total) in parts {
             merged.tokens += part.tokens;
             for (name, value) in part.stats {
                 add(&mut merged.stats, &name, value);
@@ -198,7 +189,7 @@ impl<P: Policy> StepRunner<'_, P> {
             sum = sum.zip(part_total).map(|(a, b)| a + b);
         }
         *outcome = merged;
-        Ok((sum, mine.len()))
+        Ok((sum, sent))
     }
 
     /// Scores one micro-batch, back-propagates each weighted part and accumulates its gradient;

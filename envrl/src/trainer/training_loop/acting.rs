@@ -7,11 +7,11 @@
 //! so the episodes do not depend on the number of ranks.
 
 use super::{EVAL_SEED_OFFSET, EvalReport, Trainer};
-use crate::distributed::{GradientSync, share_of};
-use crate::error::{Error, Result};
+use crate::distributed::{GradientSync, gather, share_of};
+use crate::error::Result;
 use crate::policy::{Policy, SamplingParams};
 use crate::rollout::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots};
-use crate::trajectory::{RolloutBatch, Trajectory};
+use crate::trajectory::RolloutBatch;
 
 impl<P: Policy> Trainer<P> {
     /// Plays `episodes` evaluation episodes (one per task, cycling over the eval tasks) with
@@ -107,37 +107,21 @@ fn gather_rollouts(
     if sync.size() == 1 {
         return Ok((batch, stats));
     }
-    let rank = sync.rank();
-    let mine = encode(&(&batch.trajectories, stats))
-        .map_err(|e| Error::distributed(rank, format!("encoding the rollout: {e}")))?;
+    let (parts, _) = gather(sync, "rollout", &(batch.trajectories, stats))?;
     let mut all = RolloutBatch::default();
     let mut total = RolloutStats::default();
-    for (other, bytes) in sync.all_gather(&mine)?.iter().enumerate() {
-        let (trajectories, part): (Vec<Trajectory>, RolloutStats) = rmp_serde::from_slice(bytes)
-            .map_err(|e| {
-                Error::distributed(
-                    rank,
-                    format!("rank {other} sent an unreadable rollout: {e}"),
-                )
-            })?;
+    for (trajectories, part) in parts {
         all.trajectories.extend(trajectories);
         total.merge(&part);
     }
     Ok((all, total))
 }
 
-/// What a rank sends of its rollout: MessagePack, which keeps every float's bits (a NaN
-/// reward or an infinite log-probability arrives as it left, as one process would see it).
-fn encode<T: serde::Serialize>(
-    value: &T,
-) -> std::result::Result<Vec<u8>, rmp_serde::encode::Error> {
-    rmp_serde::to_vec(value)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trajectory::Step;
+    use crate::distributed::SingleProcess;
+    use crate::trajectory::{Step, Trajectory};
 
     #[test]
     fn a_rollout_crosses_between_ranks_bit_for_bit() {
@@ -169,9 +153,9 @@ mod tests {
             policy_calls: 1,
             prefill_tokens_saved: 0,
         };
-        let bytes = encode(&(&trajectories, stats)).unwrap();
-        let (back, back_stats): (Vec<Trajectory>, RolloutStats) =
-            rmp_serde::from_slice(&bytes).unwrap();
+        let (mut parts, _) =
+            gather(&SingleProcess, "rollout", &(trajectories.clone(), stats)).unwrap();
+        let (back, back_stats): (Vec<Trajectory>, RolloutStats) = parts.remove(0);
         let bits = |t: &[Trajectory]| -> Vec<u32> {
             let s = &t[0].steps[0];
             s.old_logprobs

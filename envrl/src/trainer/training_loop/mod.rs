@@ -7,7 +7,8 @@ use std::time::Instant;
 use burn::optim::ModuleOptimizer;
 use rand::Rng;
 
-use crate::distributed::{GradientSync, SingleProcess};
+use crate::critic::{ValueStep, ValueUpdate};
+use crate::distributed::{GradientSync, SingleProcess, gather, share_of};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::policy::{Policy, RolloutWeights, ScoreRow};
@@ -238,7 +239,7 @@ impl<P: Policy> Trainer<P> {
         let rollout_secs = start.elapsed().as_secs_f64();
 
         // 2. The learner batch: rows, values, advantages and the objectives' examples.
-        let mut learner = self.learner_batch(&batch);
+        let mut learner = self.learner_batch(&batch)?;
         if learner.nonfinite_rows > 0 {
             log::warn!(
                 "{} rows with non-finite advantages (rewards?) at iteration {}; \
@@ -320,9 +321,12 @@ impl<P: Policy> Trainer<P> {
 
     /// Scores the rollout's rows with the critic (when the estimator needs values), computes
     /// the advantages and draws each objective's examples from its own stream.
-    fn learner_batch(&mut self, batch: &RolloutBatch) -> LearnerBatch {
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when the exchange with the other ranks fails.
+    fn learner_batch(&mut self, batch: &RolloutBatch) -> Result<LearnerBatch> {
         let rows = LearnerBatch::score_rows(batch);
-        let values = self.critic_values(&rows);
+        let values = self.critic_values(&rows)?;
         let advantages = self
             .parts
             .advantage
@@ -339,20 +343,63 @@ impl<P: Policy> Trainer<P> {
                 AuxBatch::filtered(examples, self.config.max_aux_tokens)
             })
             .collect();
-        LearnerBatch::new(batch, rows, advantages, values, aux)
+        Ok(LearnerBatch::new(batch, rows, advantages, values, aux))
     }
 
     /// The critic's values of every row, in mini-batch chunks, when the estimator needs them.
-    fn critic_values(&self, rows: &[ScoreRow]) -> Option<Vec<Vec<f32>>> {
+    /// In a data-parallel run each rank scores its share of the rows and the ranks gather them.
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when the exchange with the other ranks fails.
+    fn critic_values(&self, rows: &[ScoreRow]) -> Result<Option<Vec<Vec<f32>>>> {
         if !self.parts.advantage.needs_values() {
-            return None;
+            return Ok(None);
         }
-        let critic = self.parts.critic.as_ref()?;
-        Some(
-            rows.chunks(self.config.mini_batch_rows)
-                .flat_map(|chunk| critic.values(chunk))
-                .collect(),
-        )
+        let Some(critic) = self.parts.critic.as_ref() else {
+            return Ok(None);
+        };
+        let (rank, size) = (self.sync.rank(), self.sync.size());
+        let mine: Vec<Vec<f32>> = rows[share_of(&(0..rows.len()), rank, size)]
+            .chunks(self.config.mini_batch_rows)
+            .flat_map(|chunk| critic.values(chunk))
+            .collect();
+        if size == 1 {
+            return Ok(Some(mine));
+        }
+        let (parts, _) = gather(self.sync.as_ref(), "critic values", &mine)?;
+        Ok(Some(parts.into_iter().flatten().collect()))
+    }
+
+    /// The critic's step on this rank's share of `step`'s rows, when there is a critic to train.
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] when the exchange with the other ranks fails.
+    fn critic_step(
+        &mut self,
+        learner: &LearnerBatch,
+        step: &OptimizerStep,
+    ) -> Result<Option<ValueUpdate>> {
+        let (Some(critic), Some(values), Some(returns)) = (
+            self.parts.critic.as_mut(),
+            learner.values.as_ref(),
+            learner.advantages.returns.as_ref(),
+        ) else {
+            return Ok(None);
+        };
+        if step.rows.is_empty() {
+            return Ok(None);
+        }
+        let share = share_of(&step.rows, self.sync.rank(), self.sync.size());
+        let value_step = ValueStep {
+            rows: &learner.rows[share.clone()],
+            old_values: &values[share.clone()],
+            returns: &returns[share],
+            step_tokens: learner.rows[step.rows.clone()]
+                .iter()
+                .map(|r| r.target.len())
+                .sum(),
+        };
+        critic.update(value_step, self.sync.as_ref()).map(Some)
     }
 
     /// Runs the planned optimizer steps (and the critic's, on the same rows).
@@ -369,19 +416,10 @@ impl<P: Policy> Trainer<P> {
             .collect();
         let mut summary = UpdateSummary::default();
         for step in plan {
-            if let (Some(critic), Some(values), Some(returns)) = (
-                self.parts.critic.as_mut(),
-                learner.values.as_ref(),
-                learner.advantages.returns.as_ref(),
-            ) && !step.rows.is_empty()
-            {
-                let rows = step.rows.clone();
-                let stats = critic.update(
-                    &learner.rows[rows.clone()],
-                    &values[rows.clone()],
-                    &returns[rows],
-                );
-                summary.means.add_all(stats);
+            if let Some(update) = self.critic_step(learner, step)? {
+                summary.means.add_all(update.stats);
+                summary.exchanged.seconds += update.exchange_seconds;
+                summary.exchanged.bytes += update.exchanged_bytes;
             }
             let every = self.config.grad_diagnostics_every;
             let diagnose = every > 0 && self.optimizer_steps.is_multiple_of(every);
