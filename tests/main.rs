@@ -31,6 +31,9 @@ mod gguf_parity;
 // Ranks as threads split the rollouts and the evaluation and train as one process does.
 mod split_rollouts;
 
+// A policy server samples the rollouts of each published policy; its failure stops the run.
+mod policy_server;
+
 // Save → load → continue equals an uninterrupted run; bad checkpoints are clear errors.
 mod checkpoint_resume;
 

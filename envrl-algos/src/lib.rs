@@ -35,6 +35,7 @@ mod lm;
 mod loss;
 mod pretrained;
 pub mod recipe;
+pub mod serve;
 #[cfg(test)]
 mod test_support;
 mod tokenizer;

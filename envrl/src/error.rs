@@ -49,6 +49,15 @@ pub enum Error {
         /// What failed, naming the exchange and, where known, the other rank.
         reason: String,
     },
+    /// An inference server that samples rollouts did not answer with a valid response, after
+    /// its retries.
+    #[error("rollout server {server}: {reason}")]
+    RolloutServer {
+        /// The server's address.
+        server: String,
+        /// What failed, naming the request.
+        reason: String,
+    },
     /// An I/O error on a named file.
     #[error("{path}: {source}")]
     Io {

@@ -62,11 +62,13 @@ pub use policy::{Generation, RolloutWeights, SamplingParams, ScoreRow, Tokenizer
 #[cfg(feature = "burn")]
 pub use policy::{Policy, TokenScores};
 pub use rollout::{
-    ActionParser, Demonstration, HistoryEntry, ParsedAction, PlainPrompt, PromptBuilder,
+    ActionParser, Demonstration, HistoryEntry, ParsedAction, PlainPrompt, PromptBuilder, Sampler,
     VerbatimParser, record_demonstration,
 };
 #[cfg(feature = "burn")]
-pub use rollout::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots, row_streams};
+pub use rollout::{
+    PolicyServer, RolloutEngine, RolloutSlot, RolloutStats, grouped_slots, row_streams,
+};
 pub use schedule::Schedule;
 #[cfg(feature = "burn")]
 pub use trainer::{

@@ -3,8 +3,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::env::{Environment, Observation};
-use crate::policy::{Policy, SamplingParams, Tokenizer};
-use crate::rollout::{ActionParser, HistoryEntry, PromptBuilder};
+use crate::error::Result;
+use crate::policy::{SamplingParams, Tokenizer};
+use crate::rollout::{ActionParser, HistoryEntry, PromptBuilder, Sampler};
 use crate::trajectory::{RolloutBatch, Step, Trajectory};
 
 /// One environment copy to roll out: which task it plays, which group it belongs to and its
@@ -100,15 +101,18 @@ impl RolloutEngine<'_> {
     /// [`row_streams`]`(key, …)`, keyed by its `traj_id`, so a slot plays the same episode in
     /// any subset of the slots (up to the last bits of batched arithmetic).
     ///
+    /// # Errors
+    /// The sampler's error (an inference server that failed); never with a [`crate::Policy`].
+    ///
     /// # Panics
     /// Panics if `envs` and `slots` differ in length (a caller bug).
-    pub fn run<P: Policy, E: Environment>(
+    pub fn run<S: Sampler + ?Sized, E: Environment>(
         &self,
-        policy: &P,
+        sampler: &S,
         envs: &mut [E],
         slots: &[RolloutSlot],
         key: u64,
-    ) -> (RolloutBatch, RolloutStats) {
+    ) -> Result<(RolloutBatch, RolloutStats)> {
         assert_eq!(envs.len(), slots.len(), "one slot per environment");
         let mut streams = row_streams(key, slots.iter().map(|s| s.traj_id as u64));
         let mut stats = RolloutStats::default();
@@ -147,11 +151,11 @@ impl RolloutEngine<'_> {
                     self.tokenizer.encode_prompt(&text)
                 })
                 .collect();
-            stats.prefill_tokens_saved += policy.prefill_tokens_saved(&prompts);
+            stats.prefill_tokens_saved += sampler.prefill_tokens_saved(&prompts);
             let mut turn_streams: Vec<ChaCha8Rng> =
                 active.iter().map(|&j| streams[j].clone()).collect();
             let generations =
-                policy.generate(&prompts, &stop_ids, self.sampling, &mut turn_streams);
+                sampler.sample(&prompts, &stop_ids, self.sampling, &mut turn_streams)?;
             for (&j, stream) in active.iter().zip(turn_streams) {
                 streams[j] = stream;
             }
@@ -187,6 +191,6 @@ impl RolloutEngine<'_> {
                 state.done = outcome.done;
             }
         }
-        (RolloutBatch { trajectories }, stats)
+        Ok((RolloutBatch { trajectories }, stats))
     }
 }

@@ -6,10 +6,14 @@ mod demonstration;
 #[cfg(feature = "burn")]
 mod engine;
 mod prompt;
+mod sampler;
 mod verbatim;
 pub use action_parser::{ActionParser, ParsedAction};
 pub use demonstration::{Demonstration, record_demonstration};
 #[cfg(feature = "burn")]
 pub use engine::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots, row_streams};
 pub use prompt::{HistoryEntry, PromptBuilder};
+#[cfg(feature = "burn")]
+pub use sampler::PolicyServer;
+pub use sampler::Sampler;
 pub use verbatim::{PlainPrompt, VerbatimParser};

@@ -42,7 +42,8 @@ impl<P: Policy> Trainer<P> {
     }
 
     /// Plays `group_size` copies of each of `tasks`, trajectory `j` sampling from stream `j`
-    /// of `key`: this rank's share of the groups, then gathered from every rank.
+    /// of `key`: this rank's share of the groups, then gathered from every rank. A policy
+    /// server samples them when there is one, holding this iteration's policy.
     pub(super) fn rollout(
         &mut self,
         tasks: &[u64],
@@ -66,8 +67,19 @@ impl<P: Policy> Trainer<P> {
             sampling,
             max_steps: self.config.max_steps,
         };
-        let acting = self.acting_copy();
-        let played = engine.run(&acting, &mut self.envs[..slots.len()], &slots, key);
+        let played = match self.server.as_mut() {
+            Some(server) => {
+                if self.served != Some(self.iteration) {
+                    server.publish(&self.policy, self.iteration)?;
+                    self.served = Some(self.iteration);
+                }
+                engine.run(server.as_ref(), &mut self.envs[..slots.len()], &slots, key)?
+            }
+            None => {
+                let acting = self.acting_copy();
+                engine.run(&acting, &mut self.envs[..slots.len()], &slots, key)?
+            }
+        };
         gather_rollouts(self.sync.as_ref(), played)
     }
 

@@ -12,6 +12,7 @@ use crate::distributed::{GradientSync, SingleProcess, gather, share_of};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::policy::{Policy, RolloutWeights, ScoreRow};
+use crate::rollout::PolicyServer;
 use crate::trainer::crash_point::crash_point;
 use crate::trainer::metric_names as names;
 use crate::trainer::{
@@ -56,6 +57,10 @@ pub struct Trainer<P: Policy> {
     unk_warned: Vec<String>,
     /// The exchange with the other ranks of a data-parallel run ([`SingleProcess`] alone).
     sync: Box<dyn GradientSync>,
+    /// The inference server that samples the rollouts, when not this process.
+    server: Option<Box<dyn PolicyServer<P>>>,
+    /// The policy version the server holds (the iteration it was published at).
+    served: Option<usize>,
 }
 
 /// AdamW with the config's weight decay (betas 0.9/0.999, ε 1e-8; clipping is global and done
@@ -126,6 +131,8 @@ impl<P: Policy> Trainer<P> {
             last_rollout: None,
             unk_warned: Vec::new(),
             sync: Box::new(SingleProcess),
+            server: None,
+            served: None,
         })
     }
 
@@ -141,6 +148,17 @@ impl<P: Policy> Trainer<P> {
     /// to the same weights. Only rank 0 records metrics and writes checkpoints.
     pub fn with_gradient_sync(mut self, sync: impl GradientSync + 'static) -> Self {
         self.sync = Box::new(sync);
+        self
+    }
+
+    /// Samples the rollouts (training and evaluation) on `server` instead of this process: the
+    /// trainer publishes the policy to it before each iteration's rollout (and after a resume),
+    /// and recomputes the old log-probabilities with the learner's weights (logging the
+    /// mismatch, `rollout/logprob_mismatch`) unless the config's `recompute_old_logprobs` says
+    /// `false`.
+    pub fn with_policy_server(mut self, server: impl PolicyServer<P> + 'static) -> Self {
+        self.server = Some(Box::new(server));
+        self.served = None;
         self
     }
 
@@ -258,7 +276,8 @@ impl<P: Policy> Trainer<P> {
 
         // 2b. The old log-probabilities from the learner's weights, when asked (by default
         // when the acting copy is lighter than the learner's).
-        let recompute = self.config.recomputes_old_logprobs().then(|| {
+        let served = self.server.is_some() && self.config.recompute_old_logprobs != Some(false);
+        let recompute = (served || self.config.recomputes_old_logprobs()).then(|| {
             let start = Instant::now();
             let recomputed = self.learner_logprobs(&learner.rows);
             Recompute {

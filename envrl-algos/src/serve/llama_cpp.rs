@@ -1,0 +1,136 @@
+//! llama.cpp's server, `POST /completion`: the prompt as token ids, the sampled `tokens` and,
+//! with `n_probs: 1`, each one's `logprob` in `completion_probabilities` (the end-of-sequence
+//! token included when it ended the response).
+
+use serde_json::{Value, json};
+
+use super::engine::{SampleRequest, ServedTokens};
+
+/// The request body. llama.cpp's defaults (top-k 40, min-p 0.05, repetition window, DRY, XTC)
+/// are turned off and its sampler chain set to temperature → top-k → top-p, Hugging Face's
+/// order, so that it samples as envrl does. Its seed is 32 bits and `u32::MAX` means
+/// "random", so the request's seed is folded below it.
+pub(crate) fn request(r: &SampleRequest<'_>) -> Value {
+    json!({
+        "prompt": r.prompt,
+        "n_predict": r.max_new_tokens,
+        "temperature": r.temperature,
+        "top_p": r.top_p,
+        "top_k": r.top_k,
+        "min_p": 0.0,
+        "typical_p": 1.0,
+        "top_n_sigma": -1.0,
+        "repeat_penalty": 1.0,
+        "repeat_last_n": 0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "dry_multiplier": 0.0,
+        "xtc_probability": 0.0,
+        "mirostat": 0,
+        "samplers": ["temperature", "top_k", "top_p"],
+        "seed": r.seed % u64::from(u32::MAX),
+        "n_probs": 1,
+        "return_tokens": true,
+        "cache_prompt": true,
+        "stream": false,
+    })
+}
+
+/// The tokens and log-probabilities of a response.
+pub(crate) fn parse(body: &Value) -> Result<ServedTokens, String> {
+    let tokens = ids(body.get("tokens"), "tokens")?;
+    let probs = body
+        .get("completion_probabilities")
+        .and_then(Value::as_array)
+        .ok_or("no `completion_probabilities` array (was `n_probs` ignored?)")?;
+    let mut logprobs = Vec::with_capacity(probs.len());
+    for (i, p) in probs.iter().enumerate() {
+        let id = p.get("id").and_then(Value::as_u64);
+        if id != tokens.get(i).map(|&t| u64::from(t)) {
+            return Err(format!(
+                "completion_probabilities[{i}] is for token {id:?}, not the response's {:?}",
+                tokens.get(i)
+            ));
+        }
+        let logprob = p
+            .get("logprob")
+            .and_then(Value::as_f64)
+            .ok_or_else(|| format!("completion_probabilities[{i}] has no `logprob`"))?;
+        logprobs.push(logprob as f32);
+    }
+    Ok(ServedTokens {
+        tokens,
+        logprobs,
+        stopped: body.get("stop_type").and_then(Value::as_str) == Some("eos"),
+    })
+}
+
+/// A JSON array of token ids.
+pub(crate) fn ids(value: Option<&Value>, field: &str) -> Result<Vec<u32>, String> {
+    let array = value
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("no `{field}` array"))?;
+    array
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.as_u64()
+                .and_then(|id| u32::try_from(id).ok())
+                .ok_or_else(|| format!("`{field}[{i}]` is {v}, not a token id"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A response of llama.cpp's server (xllamacpp 2026.10.11549, SmolLM2-135M), trimmed.
+    const RESPONSE: &str = r#"{"index":0,"content":"Hello!","tokens":[19556,17,2],
+        "id_slot":3,"stop":true,"tokens_predicted":3,"stop_type":"eos",
+        "completion_probabilities":[
+          {"id":19556,"token":"Hello","bytes":[72],"logprob":-0.0160,"top_logprobs":[]},
+          {"id":17,"token":"!","bytes":[33],"logprob":-0.0145,"top_logprobs":[]},
+          {"id":2,"token":"<|im_end|>","bytes":[],"logprob":-0.2,"top_logprobs":[]}]}"#;
+
+    #[test]
+    fn a_response_gives_its_tokens_and_log_probabilities() {
+        let served = parse(&serde_json::from_str(RESPONSE).unwrap()).unwrap();
+        assert_eq!(served.tokens, vec![19556, 17, 2]);
+        assert_eq!(served.logprobs, vec![-0.016, -0.0145, -0.2]);
+        assert!(served.stopped);
+    }
+
+    #[test]
+    fn a_response_whose_probabilities_do_not_match_its_tokens_is_refused() {
+        let mut body: Value = serde_json::from_str(RESPONSE).unwrap();
+        body["completion_probabilities"][1]["id"] = json!(18);
+        assert!(parse(&body).unwrap_err().contains("is for token Some(18)"));
+        body["tokens"] = json!([1, -2]);
+        assert!(parse(&body).unwrap_err().contains("`tokens[1]` is -2"));
+        body.as_object_mut()
+            .unwrap()
+            .remove("completion_probabilities");
+        body["tokens"] = json!([1]);
+        assert!(parse(&body).unwrap_err().contains("n_probs"));
+    }
+
+    #[test]
+    fn the_request_turns_off_llama_cpp_s_own_sampler_defaults() {
+        let r = SampleRequest {
+            prompt: &[1, 2],
+            stop_ids: &[2],
+            temperature: 0.7,
+            top_p: 0.9,
+            top_k: 0,
+            max_new_tokens: 8,
+            seed: u64::MAX,
+            model: None,
+        };
+        let body = request(&r);
+        assert_eq!(body["prompt"], json!([1, 2]));
+        assert_eq!(body["min_p"], json!(0.0));
+        assert_eq!(body["n_probs"], json!(1));
+        assert!(body["seed"].as_u64().unwrap() < u64::from(u32::MAX));
+    }
+}

@@ -1,0 +1,24 @@
+//! Rollouts sampled by inference servers: llama.cpp's server, vLLM and SGLang serve the
+//! policy, envrl plays the environments and trains.
+//!
+//! [`ServerPool`] is a [`envrl::Sampler`]: each turn's prompts go to the servers as token ids
+//! (many requests in flight, spread over the servers), and the sampled token ids with the
+//! engine's log-probabilities come back, so the learner trains on exactly the sampled tokens.
+//! Each engine is spoken in its own API ([`Engine`]): llama.cpp `/completion`, vLLM
+//! `/v1/completions`, SGLang `/generate`; [`Engine::detect`] finds which one answers.
+//!
+//! Every response is checked before it is used (JSON that parses, ids inside the vocabulary, as
+//! many log-probabilities as tokens, no more tokens than asked for); a request that fails is
+//! retried with backoff on the next server, and then fails the turn with an error naming the
+//! server and the request.
+
+mod engine;
+mod llama_cpp;
+mod pool;
+mod sglang;
+#[cfg(test)]
+mod tests;
+mod vllm;
+
+pub use engine::{Engine, SampleRequest, ServedTokens, finish};
+pub use pool::{PoolConfig, ServerPool};

@@ -1,0 +1,209 @@
+//! The pool against misbehaving servers on the loopback interface: each answers every request
+//! the same (bad) way, for a bounded number of connections.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use envrl::{Sampler, SamplingParams};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::{Engine, PoolConfig, ServerPool};
+
+/// How a test server answers.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// A valid llama.cpp response: tokens 5, 6 and the stop token 2.
+    Good,
+    /// `{"tokens": [1, 2` and the connection closed.
+    Malformed,
+    /// A Content-Length longer than the body it sends before closing.
+    Truncated,
+    /// A token id outside the vocabulary.
+    OutsideVocabulary,
+    /// Three tokens with two log-probabilities.
+    LengthMismatch,
+    /// HTTP 503.
+    Unavailable,
+    /// Reads the request and never answers.
+    Silent,
+}
+
+const GOOD: &str = r#"{"tokens":[5,6,2],"stop_type":"eos","completion_probabilities":[
+    {"id":5,"logprob":-0.5},{"id":6,"logprob":-0.25},{"id":2,"logprob":-0.125}]}"#;
+
+fn body(answer: Answer) -> (u16, String) {
+    match answer {
+        Answer::Good | Answer::Truncated | Answer::Silent => (200, GOOD.to_string()),
+        Answer::Malformed => (200, r#"{"tokens": [1, 2"#.to_string()),
+        Answer::OutsideVocabulary => (
+            200,
+            GOOD.replace("[5,6,2]", "[5,600,2]")
+                .replace(r#"{"id":6,"#, r#"{"id":600,"#),
+        ),
+        Answer::LengthMismatch => (
+            200,
+            GOOD.replace(r#"{"id":2,"logprob":-0.125}"#, "")
+                .replace(",]", "]"),
+        ),
+        Answer::Unavailable => (503, r#"{"error":"loading model"}"#.to_string()),
+    }
+}
+
+/// Reads one HTTP request (headers and a Content-Length body).
+fn read_request(stream: &mut TcpStream) {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    let _ = stream.read_exact(&mut body);
+}
+
+/// A server on a free loopback port answering `connections` connections; its address.
+fn serve(answer: Answer, connections: usize) -> (String, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        for stream in listener.incoming().take(connections) {
+            let Ok(mut stream) = stream else { continue };
+            read_request(&mut stream);
+            let (status, text) = body(answer);
+            let reply = match answer {
+                Answer::Silent => {
+                    std::thread::sleep(Duration::from_millis(1500));
+                    continue;
+                }
+                Answer::Truncated => format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
+                    text.len() + 100,
+                    text
+                ),
+                _ => format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                    text.len()
+                ),
+            };
+            let _ = stream.write_all(reply.as_bytes());
+        }
+    });
+    (url, handle)
+}
+
+fn pool(urls: Vec<String>) -> ServerPool {
+    let mut config = PoolConfig::new(urls, 100);
+    config.engine = Some(Engine::LlamaCpp);
+    config.retries = 1;
+    config.backoff = Duration::from_millis(10);
+    config.timeout = Duration::from_millis(500);
+    config.in_flight = 2;
+    ServerPool::connect(config).unwrap()
+}
+
+fn sample(pool: &ServerPool, prompts: usize) -> envrl::Result<Vec<envrl::Generation>> {
+    let prompts: Vec<Vec<u32>> = (0..prompts).map(|i| vec![1, i as u32 + 3]).collect();
+    let mut rngs: Vec<ChaCha8Rng> = (0..prompts.len() as u64)
+        .map(ChaCha8Rng::seed_from_u64)
+        .collect();
+    let params = SamplingParams {
+        max_new_tokens: 8,
+        ..SamplingParams::default()
+    };
+    pool.sample(&prompts, &[2], &params, &mut rngs)
+}
+
+#[test]
+fn a_good_server_gives_each_prompt_its_tokens() {
+    let (url, _server) = serve(Answer::Good, 4);
+    let generations = sample(&pool(vec![url]), 4).unwrap();
+    assert_eq!(generations.len(), 4);
+    for g in generations {
+        assert_eq!(g.tokens, vec![5, 6, 2]);
+        assert_eq!(g.logprobs, vec![-0.5, -0.25, -0.125]);
+        assert!(g.stopped);
+    }
+}
+
+#[test]
+fn every_bad_answer_is_an_error_naming_the_server_and_the_request() {
+    let cases = [
+        (Answer::Malformed, "not json"),
+        (Answer::Truncated, "reading the response"),
+        (Answer::OutsideVocabulary, "outside the vocabulary of 100"),
+        (Answer::LengthMismatch, "3 tokens but 2 log-probabilities"),
+        (Answer::Unavailable, "http 503"),
+        (Answer::Silent, "timeout"),
+    ];
+    for (answer, expected) in cases {
+        // One request, tried twice (a retry), on one server.
+        let (url, server) = serve(answer, 2);
+        let err = sample(&pool(vec![url.clone()]), 1).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("rollout server {url}"))
+                && err.contains("request 0")
+                && err.contains("failed 2 times")
+                && err.to_lowercase().contains(expected),
+            "{expected}: {err}"
+        );
+        server.join().unwrap();
+    }
+}
+
+#[test]
+fn a_refused_connection_is_named_too() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let err = sample(&pool(vec![url.clone()]), 1).unwrap_err().to_string();
+    assert!(
+        err.contains(&url) && err.contains("failed 2 times"),
+        "{err}"
+    );
+}
+
+#[test]
+fn one_dead_server_of_two_loses_nothing() {
+    let (good, _server) = serve(Answer::Good, 16);
+    let dead = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let generations = sample(&pool(vec![dead_url, good]), 6).unwrap();
+    assert_eq!(generations.len(), 6);
+    assert!(generations.iter().all(|g| g.tokens == vec![5, 6, 2]));
+}
+
+#[test]
+fn the_engine_is_told_from_its_identification_route() {
+    // A server that answers llama.cpp's /props; the others are asked first only when needed.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        if let Some(Ok(mut stream)) = listener.incoming().next() {
+            read_request(&mut stream);
+            let text = r#"{"default_generation_settings":{},"total_slots":4}"#;
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            );
+            let _ = stream.write_all(reply.as_bytes());
+        }
+    });
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(2)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    assert_eq!(Engine::detect(&agent, &url).unwrap(), Engine::LlamaCpp);
+    server.join().unwrap();
+    let err = Engine::detect(&agent, &url).unwrap_err().to_string();
+    assert!(err.contains("no engine recognised"), "{err}");
+}

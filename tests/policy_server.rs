@@ -1,0 +1,111 @@
+//! A policy server plugged into the trainer ([`Trainer::with_policy_server`]): the trainer
+//! publishes each iteration's policy before its rollout (and again after a resume), the
+//! rollouts come from the server, and the old log-probabilities are recomputed by the learner.
+//! The server here samples with a published copy of the policy in this process, so the run
+//! must equal the trainer's own: the same episodes and parameters, published at versions 0, 1,
+//! 2. A server that fails stops the iteration with its error.
+
+use std::sync::{Arc, Mutex};
+
+use burn::module::Module;
+use burn::tensor::Device;
+use envrl::{Generation, Policy, PolicyServer, Sampler, SamplingParams};
+use envrl_algos::CausalLm;
+use envrl_examples::keydoor::{KeyDoorSettings, build};
+use rand_chacha::ChaCha8Rng;
+
+use crate::support::flat_params;
+
+/// Samples with the last policy published to it, or fails every request when `broken`.
+struct InProcessServer {
+    published: Option<CausalLm>,
+    versions: Arc<Mutex<Vec<usize>>>,
+    broken: bool,
+}
+
+impl Sampler for InProcessServer {
+    fn sample(
+        &self,
+        prompts: &[Vec<u32>],
+        stop_ids: &[u32],
+        params: &SamplingParams,
+        rngs: &mut [ChaCha8Rng],
+    ) -> envrl::Result<Vec<Generation>> {
+        match (&self.published, self.broken) {
+            (Some(policy), false) => Ok(policy.generate(prompts, stop_ids, params, rngs)),
+            _ => Err(envrl::Error::RolloutServer {
+                server: "in-process".into(),
+                reason: "refused".into(),
+            }),
+        }
+    }
+}
+
+impl PolicyServer<CausalLm> for InProcessServer {
+    fn publish(&mut self, policy: &CausalLm, version: usize) -> envrl::Result<()> {
+        self.published = Some(policy.valid());
+        self.versions.lock().unwrap().push(version);
+        Ok(())
+    }
+}
+
+fn settings() -> KeyDoorSettings {
+    let mut s = KeyDoorSettings::quick(3);
+    s.warmup_steps = 20;
+    s.trainer.iterations = 3;
+    s.trainer.eval_every = 0;
+    s
+}
+
+fn episodes(trainer: &envrl::Trainer<CausalLm>) -> Vec<String> {
+    let batch = trainer.last_rollout().unwrap();
+    batch.rows().map(|r| r.step.response.clone()).collect()
+}
+
+#[test]
+fn a_policy_server_samples_the_rollouts_of_each_published_policy() {
+    let s = settings();
+    let mut own = build(&s, &Device::flex()).unwrap().trainer;
+    let versions = Arc::new(Mutex::new(Vec::new()));
+    let server = InProcessServer {
+        published: None,
+        versions: Arc::clone(&versions),
+        broken: false,
+    };
+    let mut served = build(&s, &Device::flex())
+        .unwrap()
+        .trainer
+        .with_policy_server(server);
+    for _ in 0..s.trainer.iterations {
+        own.train_iteration().unwrap();
+        let metrics = served.train_iteration().unwrap();
+        assert_eq!(episodes(&own), episodes(&served));
+        // The server sampled with the learner's own weights: the recompute agrees.
+        let mismatch = metrics.values[envrl::metric_names::LOGPROB_MISMATCH];
+        assert!(mismatch < 1e-5, "log-prob mismatch {mismatch}");
+    }
+    assert_eq!(*versions.lock().unwrap(), vec![0, 1, 2]);
+    let (a, b) = (flat_params(own.policy()), flat_params(served.policy()));
+    let worst = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0f32, f32::max);
+    assert!(worst <= 1e-5, "parameters differ by {worst}");
+}
+
+#[test]
+fn a_failing_policy_server_stops_the_iteration_with_its_error() {
+    let server = InProcessServer {
+        published: None,
+        versions: Arc::default(),
+        broken: true,
+    };
+    let mut trainer = build(&settings(), &Device::flex())
+        .unwrap()
+        .trainer
+        .with_policy_server(server);
+    let err = trainer.train_iteration().unwrap_err().to_string();
+    assert!(err.contains("rollout server in-process: refused"), "{err}");
+    assert_eq!(trainer.iteration(), 0);
+}
