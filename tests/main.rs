@@ -34,6 +34,9 @@ mod split_rollouts;
 // A policy server samples the rollouts of each published policy; its failure stops the run.
 mod policy_server;
 
+// llama.cpp's server (when installed) samples envrl's greedy tokens and log-probabilities.
+mod serve_llama_cpp;
+
 // Save → load → continue equals an uninterrupted run; bad checkpoints are clear errors.
 mod checkpoint_resume;
 
