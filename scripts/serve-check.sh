@@ -2,7 +2,7 @@
 # Issue 41: rollouts sampled by a real inference engine. Installs llama.cpp's server (the
 # `xllamacpp` wheel from PyPI, a 33 MB prebuilt CPU build) once into a virtual environment under
 # ~/.cache/envrl-tools, then runs the test that exports SmolLM2-135M as an F32 GGUF, serves it
-# (scripts/llama-server.py) and checks that the server's greedy tokens and log-probabilities,
+# (envrl-algos/src/serve/llama_server.py) and checks that the server's greedy tokens and log-probabilities,
 # asked as token ids through envrl_algos::serve::ServerPool, equal envrl's own.
 set -euo pipefail
 cd "$(dirname "$0")/.."

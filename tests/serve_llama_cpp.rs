@@ -1,22 +1,26 @@
-//! llama.cpp's server (the `xllamacpp` wheel) samples SmolLM2-135M for envrl: the model
-//! envrl loaded is exported as an F32 GGUF, served by `scripts/llama-server.py`, and asked
-//! through [`ServerPool`] (engine detected) for greedy responses to eight ALFWorld prompts as
-//! token ids. The server's tokens equal envrl's own greedy generation, and its log-probabilities
-//! match envrl's scores of the same tokens.
+//! llama.cpp's server (the `xllamacpp` wheel) samples SmolLM2-135M for envrl: a
+//! [`SpawnedLlamaCpp`] publishes the model envrl loaded (an F32 GGUF, a server started on it)
+//! and is asked for greedy responses to eight ALFWorld prompts as token ids. The server's
+//! tokens equal envrl's own greedy generation and its log-probabilities match envrl's scores of
+//! the same tokens; after a changed policy is published (the server restarted on it), its
+//! log-probabilities match the new policy's, not the old one's.
 //!
 //! Needs the wheel in `~/.cache/envrl-tools/llama-venv` (`scripts/serve-check.sh` installs it;
 //! `ENVRL_LLAMA_PYTHON` names another interpreter): skipped with the reason without it, failed
 //! when `ENVRL_SERVE_CHECK=1` (the script) says it must run.
 
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use burn::tensor::Device;
-use envrl::{Environment, Policy, Sampler, SamplingParams, ScoreRow, Tokenizer};
-use envrl_algos::Pretrained;
-use envrl_algos::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
-use envrl_algos::serve::{Engine, PoolConfig, ServerPool};
+use burn::module::{Module, ModuleMapper, Param};
+use burn::tensor::{Device, Tensor};
+use envrl::{
+    Environment, Generation, Policy, PolicyServer, Sampler, SamplingParams, ScoreRow, Tokenizer,
+};
+use envrl_algos::serve::{SpawnConfig, SpawnedLlamaCpp};
+use envrl_algos::{CausalLm, Pretrained};
 
 use crate::shared_data::smollm2_gguf;
 
@@ -41,53 +45,41 @@ fn llama_python() -> Result<PathBuf, String> {
     }
 }
 
-/// Kills the server when the test ends, however it ends.
-struct Served(Child);
+/// Scales every weight by 1.02: another policy, near the first.
+struct Nudge;
 
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+impl ModuleMapper for Nudge {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        Param::from_tensor(param.val() * 1.02)
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts the server and waits (up to 120 s) until it answers `/health`.
-fn spawn(python: &PathBuf, model: &std::path::Path, port: u16) -> Served {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/llama-server.py");
-    let child = Command::new(python)
-        .arg(script)
-        .arg(model)
-        .arg(port.to_string())
-        .args(["--threads", "1", "--parallel", "4"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
+/// The largest difference between the served log-probabilities and `model`'s scores of the
+/// served tokens.
+fn worst_logprob_gap(model: &CausalLm, prompts: &[Vec<u32>], served: &[Generation]) -> f32 {
+    let rows: Vec<ScoreRow> = prompts
+        .iter()
+        .zip(served)
+        .map(|(p, g)| ScoreRow {
+            context: p.clone(),
+            target: g.tokens.clone(),
+        })
+        .collect();
+    let scores = model.score(&rows, false);
+    let width = scores.logprobs.dims()[1];
+    let ours: Vec<f32> = scores
+        .logprobs
+        .into_data()
+        .convert::<f32>()
+        .try_into_vec()
         .unwrap();
-    let served = Served(child);
-    let start = Instant::now();
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(2)))
-        .build()
-        .into();
-    while start.elapsed() < Duration::from_secs(120) {
-        if agent
-            .get(&format!("http://127.0.0.1:{port}/health"))
-            .call()
-            .is_ok()
-        {
-            return served;
+    let mut worst = 0.0f32;
+    for (i, g) in served.iter().enumerate() {
+        for (k, lp) in g.logprobs.iter().enumerate() {
+            worst = worst.max((lp - ours[i * width + k]).abs());
         }
-        std::thread::sleep(Duration::from_millis(200));
     }
-    panic!("llama.cpp's server did not answer on port {port} within 120 s");
+    worst
 }
 
 #[test]
@@ -106,27 +98,24 @@ fn llama_cpp_serves_envrl_s_greedy_tokens_and_log_probabilities() {
     let Some(path) = smollm2_gguf("llama.cpp serve check") else {
         return;
     };
-    let pretrained = Pretrained::load(&path, &Device::flex()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let gguf = dir.path().join("gguf");
-    Export {
-        model: &pretrained.model,
-        config: &pretrained.config,
-        tokenizer: ExportTokenizer::Hf(&pretrained.tokenizer),
-        base_model: Some(&path),
-        name: "smollm2-envrl",
-    }
-    .write(&ExportOptions::new(ExportFormat::Gguf), &gguf)
+    let Pretrained {
+        model,
+        config,
+        tokenizer,
+    } = Pretrained::load(&path, &Device::flex()).unwrap();
+    let tokenizer = Arc::new(tokenizer);
+    let mut server = SpawnedLlamaCpp::new(SpawnConfig {
+        python,
+        config,
+        tokenizer: Arc::clone(&tokenizer),
+        base_model: Some(path.clone()),
+        threads: 1,
+        parallel: 4,
+        start_timeout: Duration::from_secs(120),
+    })
     .unwrap();
-    let port = free_port();
-    let _server = spawn(&python, &gguf.join("model.gguf"), port);
-    let tokenizer = &pretrained.tokenizer;
-    let pool = ServerPool::connect(PoolConfig::new(
-        vec![format!("http://127.0.0.1:{port}")],
-        tokenizer.vocab_size(),
-    ))
-    .unwrap();
-    assert_eq!(pool.servers()[0].1, Engine::LlamaCpp, "engine detected");
+    server.publish(&model, 0).unwrap();
+    let first_publish = server.last_publish_s;
 
     let games = std::sync::Arc::new(envrl_envs::alfworld::GameGenerator::new(7).generate_many(8));
     let mut env = envrl_envs::alfworld::AlfWorld::new(games);
@@ -146,47 +135,42 @@ fn llama_cpp_serves_envrl_s_greedy_tokens_and_log_probabilities() {
         max_new_tokens: 24,
     };
     let stops = tokenizer.stop_ids();
-    let mut rngs = envrl::row_streams(0, 0..8);
     let start = Instant::now();
-    let served = pool.sample(&prompts, &stops, &greedy, &mut rngs).unwrap();
+    let served = server
+        .sample(&prompts, &stops, &greedy, &mut envrl::row_streams(0, 0..8))
+        .unwrap();
     let served_s = start.elapsed().as_secs_f64();
-    let own =
-        pretrained
-            .model
-            .generate(&prompts, &stops, &greedy, &mut envrl::row_streams(0, 0..8));
+    let own = model.generate(&prompts, &stops, &greedy, &mut envrl::row_streams(0, 0..8));
     let tokens: usize = served.iter().map(|g| g.tokens.len()).sum();
     let same = served
         .iter()
         .zip(&own)
         .filter(|(a, b)| a.tokens == b.tokens)
         .count();
-    // The server's log-probabilities against envrl's scores of the served tokens.
-    let rows: Vec<ScoreRow> = prompts
-        .iter()
-        .zip(&served)
-        .map(|(p, g)| ScoreRow {
-            context: p.clone(),
-            target: g.tokens.clone(),
-        })
-        .collect();
-    let scores = pretrained.model.score(&rows, false);
-    let width = scores.logprobs.dims()[1];
-    let ours: Vec<f32> = scores
-        .logprobs
-        .into_data()
-        .convert::<f32>()
-        .try_into_vec()
-        .unwrap();
-    let mut worst = 0.0f32;
-    for (i, g) in served.iter().enumerate() {
-        for (k, lp) in g.logprobs.iter().enumerate() {
-            worst = worst.max((lp - ours[i * width + k]).abs());
-        }
-    }
+    let worst = worst_logprob_gap(&model, &prompts, &served);
     eprintln!(
         "llama.cpp (F32 GGUF): {same} of 8 greedy responses equal envrl's ({tokens} tokens, \
-         {served_s:.2} s); log-probabilities within {worst:.1e} of envrl's scores"
+         {served_s:.2} s); log-probabilities within {worst:.1e} of envrl's scores; \
+         published in {first_publish:.1} s"
     );
     assert_eq!(same, 8, "greedy responses differ");
     assert!(worst < 1e-3, "log-probabilities differ by {worst}");
+
+    // A new policy version: the restarted server samples from it.
+    let nudged = model.clone().map(&mut Nudge);
+    server.publish(&nudged, 1).unwrap();
+    let served = server
+        .sample(&prompts, &stops, &greedy, &mut envrl::row_streams(0, 0..8))
+        .unwrap();
+    let to_new = worst_logprob_gap(&nudged, &prompts, &served);
+    let to_old = worst_logprob_gap(&model, &prompts, &served);
+    eprintln!(
+        "after publishing version 1 ({:.1} s): log-probabilities within {to_new:.1e} of the new \
+         policy's, {to_old:.1e} from the old one's",
+        server.last_publish_s
+    );
+    assert!(
+        to_new < 1e-3 && to_old > 10.0 * to_new,
+        "{to_new} vs {to_old}"
+    );
 }

@@ -16,9 +16,11 @@ mod engine;
 mod llama_cpp;
 mod pool;
 mod sglang;
+mod spawned;
 #[cfg(test)]
 mod tests;
 mod vllm;
 
 pub use engine::{Engine, SampleRequest, ServedTokens, finish};
 pub use pool::{PoolConfig, ServerPool};
+pub use spawned::{SpawnConfig, SpawnedLlamaCpp};

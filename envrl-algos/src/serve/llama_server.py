@@ -1,7 +1,7 @@
 """Serves a GGUF file with llama.cpp's server from the `xllamacpp` wheel (which has no
-command-line program), for `envrl train --rollout-server spawn:llama-cpp` and the serve check.
+command-line program), for envrl_algos::serve::SpawnedLlamaCpp and the serve check.
 
-    python scripts/llama-server.py MODEL.gguf PORT [--threads N] [--parallel N] [--ctx N]
+    python llama_server.py MODEL.gguf PORT [--threads N] [--parallel N] [--ctx N]
 
 Plain settings for exact comparison with envrl: F32 KV cache, flash attention off, one
 context slot per parallel request. Runs until it is killed.

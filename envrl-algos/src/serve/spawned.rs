@@ -1,0 +1,221 @@
+//! [`SpawnedLlamaCpp`]: a llama.cpp server that envrl starts and restarts with each published
+//! policy (llama.cpp cannot load new weights into a running server).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use envrl::{Generation, PolicyServer, Sampler, SamplingParams};
+use rand_chacha::ChaCha8Rng;
+use tempfile::TempDir;
+
+use super::{Engine, PoolConfig, ServerPool};
+use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
+use crate::{CausalLm, HfTokenizer, LmConfig};
+
+/// The launcher (`llama_server.py` beside this file), written next to the served files.
+const LAUNCHER: &str = include_str!("llama_server.py");
+
+/// What a spawned llama.cpp server serves and how it runs.
+#[derive(Debug, Clone)]
+pub struct SpawnConfig {
+    /// A Python interpreter that can `import xllamacpp`.
+    pub python: PathBuf,
+    /// The served model's architecture.
+    pub config: LmConfig,
+    /// Its tokenizer (written into each GGUF).
+    pub tokenizer: Arc<HfTokenizer>,
+    /// The pretrained `.gguf` or Hugging Face directory the model came from (its tokenizer keys).
+    pub base_model: Option<PathBuf>,
+    /// Server threads.
+    pub threads: usize,
+    /// Requests served at once.
+    pub parallel: usize,
+    /// How long a start may take.
+    pub start_timeout: Duration,
+}
+
+/// A llama.cpp server started by envrl: each [`PolicyServer::publish`] exports the policy as an
+/// F32 GGUF (checked by loading it back), stops the old server, starts one on the new file and
+/// waits until it answers. The server is stopped when this is dropped.
+pub struct SpawnedLlamaCpp {
+    spawn: SpawnConfig,
+    dir: TempDir,
+    child: Option<Child>,
+    pool: Option<ServerPool>,
+    /// Seconds the last publish took (export, restart, first answer).
+    pub last_publish_s: f64,
+}
+
+impl std::fmt::Debug for SpawnedLlamaCpp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpawnedLlamaCpp")
+            .field("dir", &self.dir.path())
+            .field("pool", &self.pool)
+            .finish_non_exhaustive()
+    }
+}
+
+fn spawn_error(reason: impl Into<String>) -> envrl::Error {
+    envrl::Error::RolloutServer {
+        server: "spawn:llama-cpp".into(),
+        reason: reason.into(),
+    }
+}
+
+impl SpawnedLlamaCpp {
+    /// A server to be started by the first publish.
+    ///
+    /// # Errors
+    /// [`envrl::Error::RolloutServer`] when the working directory cannot be made or the
+    /// interpreter cannot import `xllamacpp`.
+    pub fn new(spawn: SpawnConfig) -> envrl::Result<Self> {
+        let found = Command::new(&spawn.python)
+            .args(["-c", "import xllamacpp"])
+            .output()
+            .map_err(|e| spawn_error(format!("running {}: {e}", spawn.python.display())))?;
+        if !found.status.success() {
+            return Err(spawn_error(format!(
+                "{} cannot import xllamacpp (pip install xllamacpp)",
+                spawn.python.display()
+            )));
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("envrl-llama-cpp-")
+            .tempdir()
+            .map_err(|e| spawn_error(format!("creating a working directory: {e}")))?;
+        std::fs::write(dir.path().join("llama-server.py"), LAUNCHER)
+            .map_err(|e| spawn_error(format!("writing the launcher: {e}")))?;
+        Ok(Self {
+            spawn,
+            dir,
+            child: None,
+            pool: None,
+            last_publish_s: 0.0,
+        })
+    }
+
+    fn stop(&mut self) {
+        self.pool = None;
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server on `model` and connects to it.
+    fn start(&mut self, model: &Path) -> envrl::Result<()> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| spawn_error(format!("finding a free port: {e}")))?
+            .port();
+        let log = std::fs::File::create(self.dir.path().join("server.log"))
+            .map_err(|e| spawn_error(format!("creating the server log: {e}")))?;
+        let child = Command::new(&self.spawn.python)
+            .arg(self.dir.path().join("llama-server.py"))
+            .arg(model)
+            .arg(port.to_string())
+            .args(["--threads", &self.spawn.threads.to_string()])
+            .args(["--parallel", &self.spawn.parallel.to_string()])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| spawn_error(format!("starting the server: {e}")))?;
+        self.child = Some(child);
+        let url = format!("http://127.0.0.1:{port}");
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                return Err(spawn_error(format!(
+                    "the server exited ({status}); see {}",
+                    self.dir.path().join("server.log").display()
+                )));
+            }
+            let mut config = PoolConfig::new(vec![url.clone()], self.spawn.config.vocab_size);
+            config.engine = Some(Engine::LlamaCpp);
+            config.in_flight = self.spawn.parallel;
+            if health(&url) {
+                self.pool = Some(ServerPool::connect(config)?);
+                return Ok(());
+            }
+            if start.elapsed() > self.spawn.start_timeout {
+                return Err(spawn_error(format!(
+                    "the server did not answer within {:?}",
+                    self.spawn.start_timeout
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Whether the server at `url` answers `GET /health` with success.
+fn health(url: &str) -> bool {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(2)))
+        .build()
+        .into();
+    agent.get(&format!("{url}/health")).call().is_ok()
+}
+
+impl Drop for SpawnedLlamaCpp {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Sampler for SpawnedLlamaCpp {
+    fn sample(
+        &self,
+        prompts: &[Vec<u32>],
+        stop_ids: &[u32],
+        params: &SamplingParams,
+        rngs: &mut [ChaCha8Rng],
+    ) -> envrl::Result<Vec<Generation>> {
+        match &self.pool {
+            Some(pool) => pool.sample(prompts, stop_ids, params, rngs),
+            None => Err(spawn_error("no policy published yet")),
+        }
+    }
+}
+
+impl PolicyServer<CausalLm> for SpawnedLlamaCpp {
+    fn publish(&mut self, policy: &CausalLm, version: usize) -> envrl::Result<()> {
+        let start = Instant::now();
+        let out = self.dir.path().join(format!("policy-v{version}"));
+        if out.exists() {
+            let _ = std::fs::remove_dir_all(&out);
+        }
+        Export {
+            model: policy,
+            config: &self.spawn.config,
+            tokenizer: ExportTokenizer::Hf(&self.spawn.tokenizer),
+            base_model: self.spawn.base_model.as_deref(),
+            name: "envrl-policy",
+        }
+        .write(&ExportOptions::new(ExportFormat::Gguf), &out)
+        .map_err(|e| spawn_error(format!("exporting policy version {version}: {e}")))?;
+        self.stop();
+        self.start(&out.join("model.gguf"))?;
+        // Earlier versions are no longer served.
+        if let Ok(entries) = std::fs::read_dir(self.dir.path()) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with("policy-v") && entry.path() != out {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        self.last_publish_s = start.elapsed().as_secs_f64();
+        log::info!(
+            "llama.cpp serves policy version {version} ({:.1} s to publish)",
+            self.last_publish_s
+        );
+        Ok(())
+    }
+}
