@@ -15,3 +15,31 @@ fi
 ENVRL_LLAMA_PYTHON="$VENV/bin/python" ENVRL_SERVE_CHECK=1 \
   cargo test --workspace --release --test integration -- serve_llama_cpp --nocapture 2>&1 \
   | sed '/^\[\(WARN\|INFO\) \]/d'
+
+# End to end: `envrl train` with the server it starts, SmolLM2 + LoRA on keydoor, two iterations
+# (the second plays the policy published after the first update); the server's log-probabilities
+# must agree with the learner's recompute.
+MODEL="${ENVRL_MODELS:-$HOME/.cache/envrl-models}/SmolLM2-135M-Instruct.Q4_1.gguf"
+if [[ -f $MODEL ]]; then
+  cargo build --release -p envrl-examples --bin envrl
+  RUN=$(mktemp -d)
+  trap 'rm -rf "$RUN"' EXIT
+  ENVRL_LLAMA_PYTHON="$VENV/bin/python" "$CARGO_TARGET_DIR/release/envrl" train keydoor --quiet \
+    --model "$MODEL" --set rollout.server=spawn:llama-cpp --set lora.rank=4 --set lora.alpha=8 \
+    --set trainer.iterations=2 --set trainer.groups=2 --set trainer.group_size=2 \
+    --set trainer.eval_every=0 --set trainer.eval_episodes=2 --set tasks.eval=2 \
+    --set warmup.steps=0 --set trainer.sampling.max_new_tokens=16 --output-dir "$RUN/run"
+  python3 - "$RUN/run/metrics.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+assert len(rows) == 2, rows
+for row in rows:
+    mismatch = row["rollout/logprob_mismatch"]
+    print(f"iteration {row['iteration']}: llama.cpp's log-probabilities within {mismatch:.1e} "
+          f"per token of the learner's (rollout {row['perf/rollout_s']:.1f} s)")
+    assert mismatch < 1e-3, mismatch
+PY
+elif [[ ${CI:-} == true ]]; then
+  echo "serve check: $MODEL missing under CI=true" >&2
+  exit 1
+fi

@@ -44,7 +44,8 @@ pub struct SampleRequest<'a> {
 pub struct ServedTokens {
     /// The sampled token ids.
     pub tokens: Vec<u32>,
-    /// The engine's log-probability of each.
+    /// The engine's log-probability of each; NaN where the engine did not report one (see
+    /// [`Engine::LlamaCpp`]'s pieces).
     pub logprobs: Vec<f32>,
     /// Whether the engine says a stop token (or end of sequence) ended the response.
     pub stopped: bool,
@@ -124,7 +125,8 @@ impl Engine {
 }
 
 /// Checks a server's answer against the request and makes it a [`Generation`]: every id below
-/// `vocab_size`, one finite log-probability (at most 0) per token, no more than
+/// `vocab_size`, one log-probability per token (at most 0, or NaN where the engine did not
+/// report it; never infinite), no more than
 /// `max_new_tokens` tokens, and the response cut after its first stop token (an engine that
 /// ends at its own end-of-sequence without returning it gets nothing appended).
 ///
@@ -166,7 +168,7 @@ pub fn finish(
     if let Some((i, lp)) = logprobs
         .iter()
         .enumerate()
-        .find(|(_, lp)| !lp.is_finite() || **lp > 1e-4)
+        .find(|(_, lp)| lp.is_infinite() || **lp > 1e-4)
     {
         return Err(format!("token {i} has log-probability {lp}"));
     }
@@ -224,7 +226,11 @@ mod tests {
         assert!(err(served(&[4, 5], &[-0.1])).contains("2 tokens but 1 log-probabilities"));
         assert!(err(served(&[4, 10], &[-0.1, -0.1])).contains("id 10, outside the vocabulary"));
         assert!(err(served(&[1, 2, 3, 4, 5], &[0.0; 5])).contains("more than the 4"));
-        assert!(err(served(&[4], &[f32::NAN])).contains("log-probability NaN"));
+        assert!(err(served(&[4], &[f32::NEG_INFINITY])).contains("log-probability -inf"));
+        assert!(
+            finish(served(&[4], &[f32::NAN]), &r, 10).is_ok(),
+            "not reported"
+        );
         assert!(err(served(&[4], &[0.5])).contains("log-probability 0.5"));
     }
 

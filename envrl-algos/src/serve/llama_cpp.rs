@@ -36,26 +36,43 @@ pub(crate) fn request(r: &SampleRequest<'_>) -> Value {
     })
 }
 
-/// The tokens and log-probabilities of a response.
+/// The most tokens one entry of `completion_probabilities` stands for: llama.cpp reports one
+/// entry per piece of text, so the byte tokens of one UTF-8 character (up to 4 bytes, with a
+/// leading space token) share an entry.
+const MAX_PIECE_TOKENS: usize = 5;
+
+/// The tokens and log-probabilities of a response. Where llama.cpp reports one entry for
+/// several tokens (the bytes of one character), the entry's log-probability is the last
+/// token's and the others' are not reported: NaN (the learner recomputes them).
 pub(crate) fn parse(body: &Value) -> Result<ServedTokens, String> {
     let tokens = ids(body.get("tokens"), "tokens")?;
     let probs = body
         .get("completion_probabilities")
         .and_then(Value::as_array)
         .ok_or("no `completion_probabilities` array (was `n_probs` ignored?)")?;
-    let mut logprobs = Vec::with_capacity(probs.len());
+    let mut logprobs = Vec::with_capacity(tokens.len());
     for (i, p) in probs.iter().enumerate() {
-        let id = p.get("id").and_then(Value::as_u64);
-        if id != tokens.get(i).map(|&t| u64::from(t)) {
-            return Err(format!(
-                "completion_probabilities[{i}] is for token {id:?}, not the response's {:?}",
-                tokens.get(i)
-            ));
-        }
+        let id = p
+            .get("id")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| format!("completion_probabilities[{i}] has no `id`"))?;
         let logprob = p
             .get("logprob")
             .and_then(Value::as_f64)
             .ok_or_else(|| format!("completion_probabilities[{i}] has no `logprob`"))?;
+        let start = logprobs.len();
+        let piece = tokens[start..]
+            .iter()
+            .take(MAX_PIECE_TOKENS)
+            .position(|&t| u64::from(t) == id)
+            .ok_or_else(|| {
+                format!(
+                    "completion_probabilities[{i}] is for token {id}, not one of the response's \
+                     next tokens {:?}",
+                    &tokens[start..(start + MAX_PIECE_TOKENS).min(tokens.len())]
+                )
+            })?;
+        logprobs.extend(std::iter::repeat_n(f32::NAN, piece));
         logprobs.push(logprob as f32);
     }
     Ok(ServedTokens {
@@ -101,11 +118,35 @@ mod tests {
         assert!(served.stopped);
     }
 
+    /// llama.cpp's entries for a sampled emoji (xllamacpp 2026.10.11549, SmolLM2-135M at
+    /// temperature 1): the three byte tokens of " 🌳" share one entry, for the last one.
+    #[test]
+    fn a_character_of_several_byte_tokens_reports_its_last_token_only() {
+        let body = json!({
+            "tokens": [17, 15107, 230, 128, 1116],
+            "stop_type": "limit",
+            "completion_probabilities": [
+                {"id": 17, "logprob": -0.5},
+                {"id": 128, "token": " 🌳", "logprob": -0.25},
+                {"id": 1116, "logprob": -0.125}
+            ]
+        });
+        let served = parse(&body).unwrap();
+        assert_eq!(served.tokens.len(), served.logprobs.len());
+        assert_eq!(served.logprobs[0], -0.5);
+        assert!(served.logprobs[1].is_nan() && served.logprobs[2].is_nan());
+        assert_eq!(&served.logprobs[3..], &[-0.25, -0.125]);
+    }
+
     #[test]
     fn a_response_whose_probabilities_do_not_match_its_tokens_is_refused() {
         let mut body: Value = serde_json::from_str(RESPONSE).unwrap();
         body["completion_probabilities"][1]["id"] = json!(18);
-        assert!(parse(&body).unwrap_err().contains("is for token Some(18)"));
+        assert!(
+            parse(&body)
+                .unwrap_err()
+                .contains("is for token 18, not one of")
+        );
         body["tokens"] = json!([1, -2]);
         assert!(parse(&body).unwrap_err().contains("`tokens[1]` is -2"));
         body.as_object_mut()

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::device::DType;
 use crate::run::envs::{EnvConfig, EnvName, RunFacts, TasksConfig};
 use crate::run::presets::Preset;
+use crate::run::rollout_server::RolloutConfig;
 
 /// Where fetched registry models live: `$ENVRL_MODELS`, else `~/.cache/envrl-models`.
 pub fn models_dir() -> PathBuf {
@@ -214,6 +215,9 @@ pub struct RunConfig {
     /// Estimator, actor loss and auxiliary objectives.
     #[serde(default)]
     pub algorithm: AlgorithmConfig,
+    /// Where the rollouts are sampled (this process, or an inference server).
+    #[serde(default)]
+    pub rollout: RolloutConfig,
 }
 
 impl RunConfig {

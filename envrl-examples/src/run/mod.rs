@@ -16,6 +16,7 @@ mod model;
 mod presets;
 mod ranks;
 mod report;
+mod rollout_server;
 mod run_dir;
 mod warm_start;
 
@@ -42,6 +43,7 @@ pub use report::{
     EpisodeOutcome, EvalRow, episode_outcomes, episode_transcripts, eval_markdown, eval_table,
     plot_history,
 };
+pub use rollout_server::RolloutConfig;
 pub use run_dir::{
     LOCK_FILE, RunLock, check_resume_config, config_changes, default_run_dir, run_dir_named,
     unix_time,
@@ -325,7 +327,7 @@ impl Run<'_> {
         let EnvSetup {
             world, reporting, ..
         } = setup;
-        let trainer = &mut TrainerRecipe {
+        let mut trainer = TrainerRecipe {
             trainer: &config.trainer,
             algorithm: &config.algorithm,
             tokenizer,
@@ -335,6 +337,11 @@ impl Run<'_> {
         .build(model)?
         .with_checkpoint_dir(dir.join("checkpoints"))
         .with_gradient_sync(options.ranks.gradient_sync());
+        if let Some(server) = rollout_server::policy_server(config)? {
+            self.say("rollouts sampled by llama.cpp's server, restarted with each policy".into());
+            trainer = trainer.with_policy_server(server);
+        }
+        let trainer = &mut trainer;
         let evaluation = Evaluation {
             reporting: &reporting,
             dir,

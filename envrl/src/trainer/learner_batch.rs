@@ -99,7 +99,8 @@ impl LearnerBatch {
 
     /// Puts `recomputed` (the learner's log-probability of every response token, row by row)
     /// in place of the old log-probabilities the acting copy reported, and returns the mean
-    /// absolute difference per token between the two (0 without tokens).
+    /// absolute difference per token between the two over the tokens whose old value is not NaN
+    /// (a server that did not report it), 0 without any.
     ///
     /// # Panics
     /// Panics if `recomputed` does not hold as many rows and tokens as the batch.
@@ -108,12 +109,11 @@ impl LearnerBatch {
         let (mut sum, mut tokens) = (0.0f64, 0usize);
         for (old, new) in self.old_logprobs.iter().zip(&recomputed) {
             assert_eq!(old.len(), new.len(), "one log-probability per token");
-            sum += old
-                .iter()
-                .zip(new)
-                .map(|(a, b)| f64::from((a - b).abs()))
-                .sum::<f64>();
-            tokens += old.len();
+            // A NaN old value is one the sampler did not report (an inference server's).
+            for (a, b) in old.iter().zip(new).filter(|(a, _)| !a.is_nan()) {
+                sum += f64::from((a - b).abs());
+                tokens += 1;
+            }
         }
         self.old_logprobs = recomputed;
         if tokens == 0 {

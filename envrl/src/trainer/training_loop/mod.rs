@@ -153,9 +153,8 @@ impl<P: Policy> Trainer<P> {
 
     /// Samples the rollouts (training and evaluation) on `server` instead of this process: the
     /// trainer publishes the policy to it before each iteration's rollout (and after a resume),
-    /// and recomputes the old log-probabilities with the learner's weights (logging the
-    /// mismatch, `rollout/logprob_mismatch`) unless the config's `recompute_old_logprobs` says
-    /// `false`.
+    /// and recomputes the old log-probabilities with the learner's weights, logging the mean
+    /// difference from the server's (`rollout/logprob_mismatch`, over the tokens it reported).
     pub fn with_policy_server(mut self, server: impl PolicyServer<P> + 'static) -> Self {
         self.server = Some(Box::new(server));
         self.served = None;
@@ -276,15 +275,17 @@ impl<P: Policy> Trainer<P> {
 
         // 2b. The old log-probabilities from the learner's weights, when asked (by default
         // when the acting copy is lighter than the learner's).
-        let served = self.server.is_some() && self.config.recompute_old_logprobs != Some(false);
-        let recompute = (served || self.config.recomputes_old_logprobs()).then(|| {
-            let start = Instant::now();
-            let recomputed = self.learner_logprobs(&learner.rows);
-            Recompute {
-                mismatch: learner.replace_old_logprobs(recomputed),
-                seconds: start.elapsed().as_secs_f64(),
-            }
-        });
+        // A server's log-probabilities come from another program (and some are not reported):
+        // the learner's are the loss's.
+        let recompute =
+            (self.server.is_some() || self.config.recomputes_old_logprobs()).then(|| {
+                let start = Instant::now();
+                let recomputed = self.learner_logprobs(&learner.rows);
+                Recompute {
+                    mismatch: learner.replace_old_logprobs(recomputed),
+                    seconds: start.elapsed().as_secs_f64(),
+                }
+            });
 
         // 3. The plan: which rows and examples go into which micro-batch of which step.
         let plan = optimizer_steps(PlanSizes {
