@@ -39,7 +39,7 @@ pub fn grouped_slots(tasks: &[u64], group_size: usize) -> Vec<RolloutSlot> {
 
 /// One random stream per row: stream `id` of the ChaCha generator seeded with `key`, for each
 /// of `ids`. A row that draws only from its own stream samples the same tokens whatever other
-/// rows share its batch ([`Policy::generate`]).
+/// rows share its batch ([`crate::Policy::generate`]).
 pub fn row_streams(key: u64, ids: impl IntoIterator<Item = u64>) -> Vec<ChaCha8Rng> {
     ids.into_iter()
         .map(|id| {
@@ -60,7 +60,7 @@ pub struct RolloutStats {
     /// Batched policy calls (one per turn).
     pub policy_calls: usize,
     /// Prompt tokens the policy did not prefill because another row of the batch shared them
-    /// ([`Policy::prefill_tokens_saved`]).
+    /// ([`crate::Policy::prefill_tokens_saved`]).
     pub prefill_tokens_saved: usize,
 }
 

@@ -19,7 +19,7 @@ impl<P: Policy> Trainer<P> {
     /// same noise. In a data-parallel run the episodes are dealt to the ranks and gathered.
     ///
     /// # Errors
-    /// [`Error::Distributed`] when the exchange with the other ranks fails (never in one
+    /// [`crate::Error::Distributed`] when the exchange with the other ranks fails (never in one
     /// process).
     pub fn evaluate(&mut self, episodes: usize) -> Result<EvalReport> {
         let tasks: Vec<u64> = self
