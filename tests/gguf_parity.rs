@@ -201,17 +201,7 @@ fn smollm2_rows_sample_the_same_tokens_in_a_batch_of_eight_or_of_four() {
         top_k: 0,
         max_new_tokens: 16,
     };
-    let games = std::sync::Arc::new(envrl_envs::alfworld::GameGenerator::new(7).generate_many(8));
-    let mut env = envrl_envs::alfworld::AlfWorld::new(games);
-    let prompts: Vec<Vec<u32>> = (0..8)
-        .map(|task| {
-            let obs = env.reset(task);
-            tokenizer.encode_prompt(&format!(
-                "{}\nYour admissible actions are: {:?}.\nChoose one admissible action.",
-                obs.text, obs.admissible
-            ))
-        })
-        .collect();
+    let prompts = crate::support::alfworld_prompts(&tokenizer, 8);
     let generate = |rows: std::ops::Range<usize>, key: u64| {
         model.generate_batch(
             &prompts[rows.clone()],

@@ -16,9 +16,7 @@ use std::time::{Duration, Instant};
 
 use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::{Device, Tensor};
-use envrl::{
-    Environment, Generation, Policy, PolicyServer, Sampler, SamplingParams, ScoreRow, Tokenizer,
-};
+use envrl::{Generation, Policy, PolicyServer, Sampler, SamplingParams, ScoreRow, Tokenizer};
 use envrl_algos::serve::{SpawnConfig, SpawnedLlamaCpp};
 use envrl_algos::{CausalLm, Pretrained};
 
@@ -117,17 +115,7 @@ fn llama_cpp_serves_envrl_s_greedy_tokens_and_log_probabilities() {
     server.publish(&model, 0).unwrap();
     let first_publish = server.last_publish_s;
 
-    let games = std::sync::Arc::new(envrl_envs::alfworld::GameGenerator::new(7).generate_many(8));
-    let mut env = envrl_envs::alfworld::AlfWorld::new(games);
-    let prompts: Vec<Vec<u32>> = (0..8)
-        .map(|task| {
-            let obs = env.reset(task);
-            tokenizer.encode_prompt(&format!(
-                "{}\nYour admissible actions are: {:?}.\nChoose one admissible action.",
-                obs.text, obs.admissible
-            ))
-        })
-        .collect();
+    let prompts = crate::support::alfworld_prompts(tokenizer.as_ref(), 8);
     let greedy = SamplingParams {
         temperature: 0.0,
         top_p: 1.0,

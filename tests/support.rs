@@ -88,3 +88,21 @@ impl envrl::distributed::GradientSync for ThreadRank {
         Ok(())
     }
 }
+
+/// The first observations of `n` generated ALFWorld games (seed 7) as chat prompts asking for
+/// an admissible action.
+pub fn alfworld_prompts(tokenizer: &dyn envrl::Tokenizer, n: usize) -> Vec<Vec<u32>> {
+    use envrl::Environment;
+    let games =
+        std::sync::Arc::new(envrl_envs::alfworld::GameGenerator::new(7).generate_many(n as u64));
+    let mut env = envrl_envs::alfworld::AlfWorld::new(games);
+    (0..n as u64)
+        .map(|task| {
+            let obs = env.reset(task);
+            tokenizer.encode_prompt(&format!(
+                "{}\nYour admissible actions are: {:?}.\nChoose one admissible action.",
+                obs.text, obs.admissible
+            ))
+        })
+        .collect()
+}
