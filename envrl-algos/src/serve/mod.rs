@@ -11,16 +11,25 @@
 //! many log-probabilities as tokens, no more tokens than asked for); a request that fails is
 //! retried with backoff on the next server, and then fails the turn with an error naming the
 //! server and the request.
+//!
+//! The served policy follows the learner: [`SpawnedLlamaCpp`] restarts llama.cpp on each
+//! published version's GGUF; [`AdapterServers`] loads each LoRA version into running vLLM or
+//! SGLang servers under a new adapter name; [`SpawnedVllm`] starts vLLM for it.
 
+mod adapters;
+mod child;
 mod engine;
 mod llama_cpp;
 mod pool;
 mod sglang;
 mod spawned;
+mod spawned_vllm;
 #[cfg(test)]
 mod tests;
 mod vllm;
 
+pub use adapters::{AdapterServers, AdapterSync, adapter_name};
 pub use engine::{Engine, SampleRequest, ServedTokens, finish};
 pub use pool::{PoolConfig, ServerPool};
 pub use spawned::{SpawnConfig, SpawnedLlamaCpp};
+pub use spawned_vllm::{SpawnedVllm, VllmSpawnConfig, vllm_max_lora_rank};

@@ -109,6 +109,16 @@ impl Engine {
     }
 }
 
+/// An HTTP client whose requests time out after `timeout` and return every status as a
+/// response (the caller checks it).
+pub(crate) fn http_agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
 fn get_json(agent: &ureq::Agent, url: &str) -> Result<serde_json::Value, String> {
     let mut response = agent.get(url).call().map_err(|e| e.to_string())?;
     if !response.status().is_success() {
@@ -132,11 +142,7 @@ impl ServerPool {
         if config.urls.is_empty() {
             return Err(envrl::Error::config("rollout.servers", "no server address"));
         }
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(config.timeout))
-            .http_status_as_error(false)
-            .build()
-            .into();
+        let agent = http_agent(config.timeout);
         let servers = config
             .urls
             .iter()

@@ -2,7 +2,7 @@
 //! policy (llama.cpp cannot load new weights into a running server).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,6 +10,7 @@ use envrl::{Generation, PolicyServer, Sampler, SamplingParams};
 use rand_chacha::ChaCha8Rng;
 use tempfile::TempDir;
 
+use super::child::{ChildServer, check_python, free_port};
 use super::{Engine, PoolConfig, ServerPool};
 use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
 use crate::{CausalLm, HfTokenizer, LmConfig};
@@ -42,8 +43,8 @@ pub struct SpawnConfig {
 pub struct SpawnedLlamaCpp {
     spawn: SpawnConfig,
     dir: TempDir,
-    child: Option<Child>,
-    pool: Option<ServerPool>,
+    /// The pool that asks the running server, and the server (stopped when dropped).
+    server: Option<(ServerPool, ChildServer)>,
     /// Seconds the last publish took (export, restart, first answer).
     pub last_publish_s: f64,
 }
@@ -52,7 +53,7 @@ impl std::fmt::Debug for SpawnedLlamaCpp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SpawnedLlamaCpp")
             .field("dir", &self.dir.path())
-            .field("pool", &self.pool)
+            .field("server", &self.server)
             .finish_non_exhaustive()
     }
 }
@@ -71,16 +72,7 @@ impl SpawnedLlamaCpp {
     /// [`envrl::Error::RolloutServer`] when the working directory cannot be made or the
     /// interpreter cannot import `xllamacpp`.
     pub fn new(spawn: SpawnConfig) -> envrl::Result<Self> {
-        let found = Command::new(&spawn.python)
-            .args(["-c", "import xllamacpp"])
-            .output()
-            .map_err(|e| spawn_error(format!("running {}: {e}", spawn.python.display())))?;
-        if !found.status.success() {
-            return Err(spawn_error(format!(
-                "{} cannot import xllamacpp (pip install xllamacpp)",
-                spawn.python.display()
-            )));
-        }
+        check_python(&spawn.python, "xllamacpp", "pip install xllamacpp").map_err(spawn_error)?;
         let dir = tempfile::Builder::new()
             .prefix("envrl-llama-cpp-")
             .tempdir()
@@ -90,82 +82,29 @@ impl SpawnedLlamaCpp {
         Ok(Self {
             spawn,
             dir,
-            child: None,
-            pool: None,
+            server: None,
             last_publish_s: 0.0,
         })
     }
 
-    fn stop(&mut self) {
-        self.pool = None;
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
     /// Starts the server on `model` and connects to it.
     fn start(&mut self, model: &Path) -> envrl::Result<()> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| spawn_error(format!("finding a free port: {e}")))?
-            .port();
-        let log = std::fs::File::create(self.dir.path().join("server.log"))
-            .map_err(|e| spawn_error(format!("creating the server log: {e}")))?;
-        let child = Command::new(&self.spawn.python)
+        let port = free_port().map_err(|e| spawn_error(format!("finding a free port: {e}")))?;
+        let mut command = Command::new(&self.spawn.python);
+        command
             .arg(self.dir.path().join("llama-server.py"))
             .arg(model)
             .arg(port.to_string())
             .args(["--threads", &self.spawn.threads.to_string()])
-            .args(["--parallel", &self.spawn.parallel.to_string()])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .map_err(|e| spawn_error(format!("starting the server: {e}")))?;
-        self.child = Some(child);
-        let url = format!("http://127.0.0.1:{port}");
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                return Err(spawn_error(format!(
-                    "the server exited ({status}); see {}",
-                    self.dir.path().join("server.log").display()
-                )));
-            }
-            let mut config = PoolConfig::new(vec![url.clone()], self.spawn.config.vocab_size);
-            config.engine = Some(Engine::LlamaCpp);
-            config.in_flight = self.spawn.parallel;
-            if health(&url) {
-                self.pool = Some(ServerPool::connect(config)?);
-                return Ok(());
-            }
-            if start.elapsed() > self.spawn.start_timeout {
-                return Err(spawn_error(format!(
-                    "the server did not answer within {:?}",
-                    self.spawn.start_timeout
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-/// Whether the server at `url` answers `GET /health` with success.
-fn health(url: &str) -> bool {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(2)))
-        .build()
-        .into();
-    agent.get(&format!("{url}/health")).call().is_ok()
-}
-
-impl Drop for SpawnedLlamaCpp {
-    fn drop(&mut self) {
-        self.stop();
+            .args(["--parallel", &self.spawn.parallel.to_string()]);
+        let log = self.dir.path().join("server.log");
+        let child = ChildServer::start(command, port, &log, self.spawn.start_timeout)
+            .map_err(spawn_error)?;
+        let mut config = PoolConfig::new(vec![child.url.clone()], self.spawn.config.vocab_size);
+        config.engine = Some(Engine::LlamaCpp);
+        config.in_flight = self.spawn.parallel;
+        self.server = Some((ServerPool::connect(config)?, child));
+        Ok(())
     }
 }
 
@@ -177,8 +116,8 @@ impl Sampler for SpawnedLlamaCpp {
         params: &SamplingParams,
         rngs: &mut [ChaCha8Rng],
     ) -> envrl::Result<Vec<Generation>> {
-        match &self.pool {
-            Some(pool) => pool.sample(prompts, stop_ids, params, rngs),
+        match &self.server {
+            Some((pool, _)) => pool.sample(prompts, stop_ids, params, rngs),
             None => Err(spawn_error("no policy published yet")),
         }
     }
@@ -200,7 +139,7 @@ impl PolicyServer<CausalLm> for SpawnedLlamaCpp {
         }
         .write(&ExportOptions::new(ExportFormat::Gguf), &out)
         .map_err(|e| spawn_error(format!("exporting policy version {version}: {e}")))?;
-        self.stop();
+        self.server = None;
         self.start(&out.join("model.gguf"))?;
         // Earlier versions are no longer served.
         if let Ok(entries) = std::fs::read_dir(self.dir.path()) {

@@ -52,8 +52,8 @@ fn body(answer: Answer) -> (u16, String) {
     }
 }
 
-/// Reads one HTTP request (headers and a Content-Length body).
-fn read_request(stream: &mut TcpStream) {
+/// Reads one HTTP request (headers and a Content-Length body); its route and body.
+fn read_request(stream: &mut TcpStream) -> (String, String) {
     let mut buf = Vec::new();
     let mut byte = [0u8; 1];
     while !buf.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
@@ -67,6 +67,12 @@ fn read_request(stream: &mut TcpStream) {
         .unwrap_or(0);
     let mut body = vec![0u8; length];
     let _ = stream.read_exact(&mut body);
+    let route = head
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    (route, String::from_utf8_lossy(&body).into_owned())
 }
 
 /// A server on a free loopback port answering `connections` connections; its address.
@@ -197,13 +203,130 @@ fn the_engine_is_told_from_its_identification_route() {
             let _ = stream.write_all(reply.as_bytes());
         }
     });
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(2)))
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let agent = super::pool::http_agent(Duration::from_secs(2));
     assert_eq!(Engine::detect(&agent, &url).unwrap(), Engine::LlamaCpp);
     server.join().unwrap();
     let err = Engine::detect(&agent, &url).unwrap_err().to_string();
     assert!(err.contains("no engine recognised"), "{err}");
+}
+
+/// A vLLM-like server for `connections` connections: the adapter routes answer `load_status`
+/// (and every request's route and body are sent to `seen`).
+fn adapter_server(
+    load_status: u16,
+    connections: usize,
+    seen: std::sync::mpsc::Sender<(String, String)>,
+) -> (String, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        for stream in listener.incoming().take(connections) {
+            let Ok(mut stream) = stream else { continue };
+            let (route, body) = read_request(&mut stream);
+            let text = r#"{"error":"cannot read the adapter"}"#;
+            let _ = seen.send((route, body));
+            let reply = format!(
+                "HTTP/1.1 {load_status} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            );
+            let _ = stream.write_all(reply.as_bytes());
+        }
+    });
+    (url, handle)
+}
+
+#[test]
+fn each_version_is_loaded_under_its_own_name_and_a_refused_load_is_named() {
+    use envrl::PolicyServer;
+
+    use super::{AdapterServers, AdapterSync};
+    use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
+    use crate::{CausalLm, HfTokenizer, LmConfig, WordTokenizer};
+
+    // A tiny base model on disk as a pretrained one is, and a LoRA policy on it.
+    let dir = tempfile::tempdir().unwrap();
+    let words = WordTokenizer::from_corpus(["go to the shelf 1", "take the apple from shelf 1"]);
+    let config = LmConfig::tiny(envrl::Tokenizer::vocab_size(&words));
+    let device = burn::tensor::Device::flex();
+    let base = config.init(&device, 0).unwrap();
+    let base_dir = dir.path().join("base");
+    Export {
+        model: &base,
+        config: &config,
+        tokenizer: ExportTokenizer::Word(&words),
+        base_model: None,
+        name: "tiny",
+    }
+    .write(&ExportOptions::new(ExportFormat::Hf), &base_dir)
+    .unwrap();
+    let policy = CausalLm::from_hf_dir(&base_dir, &device)
+        .unwrap()
+        .0
+        .with_lora(4, 8.0, 0);
+    let sync = AdapterSync {
+        dir: dir.path().join("adapters"),
+        config: config.clone(),
+        tokenizer: std::sync::Arc::new(HfTokenizer::from_dir(&base_dir).unwrap()),
+        base_model: base_dir.clone(),
+    };
+    let connect = |urls: Vec<String>| {
+        let mut config = PoolConfig::new(urls, 100);
+        config.engine = Some(Engine::Vllm);
+        config.timeout = Duration::from_secs(5);
+        ServerPool::connect(config).unwrap()
+    };
+
+    // Two servers: one loads, one refuses; each asked to load v0, load v1, unload v0.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (good, good_server) = adapter_server(200, 3, tx.clone());
+    let (bad, bad_server) = adapter_server(404, 3, tx);
+    let mut servers = AdapterServers::new(connect(vec![good, bad]), sync.clone()).unwrap();
+    servers.publish(&policy, 0).unwrap();
+    assert_eq!(servers.served(), Some("envrl-v0"));
+    servers.publish(&policy, 1).unwrap();
+    assert_eq!(servers.served(), Some("envrl-v1"));
+    good_server.join().unwrap();
+    bad_server.join().unwrap();
+    let seen: Vec<(String, String)> = rx.try_iter().collect();
+    let loads: Vec<&String> = seen
+        .iter()
+        .filter(|(route, _)| route == "/v1/load_lora_adapter")
+        .map(|(_, body)| body)
+        .collect();
+    assert_eq!(loads.len(), 4, "{seen:?}");
+    assert!(loads.iter().all(|b| b.contains(r#""lora_name":"envrl-v"#)));
+    let unloads = seen
+        .iter()
+        .filter(|(route, body)| route == "/v1/unload_lora_adapter" && body.contains("envrl-v0"));
+    assert_eq!(unloads.count(), 2);
+    // The served version's adapter is on disk, the one before it is not.
+    assert!(sync.dir.join("envrl-v1/adapter_config.json").exists());
+    assert!(!sync.dir.join("envrl-v0").exists());
+
+    // No server loads the version: an error naming both, and the served name is unchanged.
+    let (tx, _rx) = std::sync::mpsc::channel();
+    let (a, a_server) = adapter_server(404, 1, tx.clone());
+    let (b, b_server) = adapter_server(500, 1, tx);
+    let mut servers =
+        AdapterServers::new(connect(vec![a.clone(), b.clone()]), sync.clone()).unwrap();
+    let err = servers.publish(&policy, 0).unwrap_err().to_string();
+    assert!(
+        err.contains("no server loaded policy version 0")
+            && err.contains(&format!("{a}: HTTP 404"))
+            && err.contains(&format!("{b}: HTTP 500")),
+        "{err}"
+    );
+    assert_eq!(servers.served(), None);
+    a_server.join().unwrap();
+    b_server.join().unwrap();
+
+    // llama.cpp cannot load adapters while it runs: refused when the servers are given.
+    let (url, _server) = serve(Answer::Good, 1);
+    let err = AdapterServers::new(pool(vec![url]), sync)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cannot load a new policy while it runs"),
+        "{err}"
+    );
 }

@@ -338,7 +338,9 @@ impl Run<'_> {
         .with_checkpoint_dir(dir.join("checkpoints"))
         .with_gradient_sync(options.ranks.gradient_sync());
         if let Some(server) = rollout_server::policy_server(config)? {
-            self.say("rollouts sampled by llama.cpp's server, restarted with each policy".into());
+            if let Some(place) = config.rollout.describe() {
+                self.say(format!("rollouts sampled by {place}"));
+            }
             trainer = trainer.with_policy_server(server);
         }
         let trainer = &mut trainer;

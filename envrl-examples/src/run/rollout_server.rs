@@ -1,15 +1,22 @@
-//! `[rollout] server = "spawn:llama-cpp"`: the run's rollouts sampled by an inference server
-//! that envrl starts and restarts with each iteration's policy
-//! ([`envrl_algos::serve::SpawnedLlamaCpp`]).
+//! `[rollout] server = …`: the run's rollouts sampled by an inference server that follows the
+//! trained policy — `spawn:llama-cpp` (started by envrl, restarted with each version),
+//! `spawn:vllm` (started by envrl, each LoRA version loaded as an adapter), or the addresses of
+//! vLLM or SGLang servers the user runs (each LoRA version written under `adapter_dir` and
+//! loaded by every server).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
-use envrl_algos::Pretrained;
-use envrl_algos::serve::{SpawnConfig, SpawnedLlamaCpp};
+use envrl::{Generation, PolicyServer, Sampler, SamplingParams};
+use envrl_algos::serve::{
+    AdapterServers, AdapterSync, PoolConfig, ServerPool, SpawnConfig, SpawnedLlamaCpp, SpawnedVllm,
+    VllmSpawnConfig,
+};
+use envrl_algos::{CausalLm, Pretrained};
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::{ModelSource, RunConfig};
@@ -19,62 +26,171 @@ use super::{ModelSource, RunConfig};
 #[serde(deny_unknown_fields, default)]
 pub struct RolloutConfig {
     /// `None`: in this process (the default); `spawn:llama-cpp`: a llama.cpp server envrl
-    /// starts from the `xllamacpp` wheel and restarts with each published policy.
+    /// starts from the `xllamacpp` wheel and restarts with each published policy;
+    /// `spawn:vllm`: a vLLM server envrl starts on the base model, loading each LoRA version
+    /// as an adapter; `http://host:port[,http://…]`: vLLM or SGLang servers the user runs
+    /// (LoRA runs; each version is written under `adapter_dir` and loaded by every server).
     pub server: Option<String>,
-    /// The Python interpreter with `xllamacpp` [default: `$ENVRL_LLAMA_PYTHON`, else
-    /// `~/.cache/envrl-tools/llama-venv/bin/python`, where `scripts/serve-check.sh` installs it].
+    /// The Python interpreter of a spawned server [default: `$ENVRL_LLAMA_PYTHON` or
+    /// `$ENVRL_VLLM_PYTHON`, else `~/.cache/envrl-tools/{llama,vllm}-venv/bin/python`, where
+    /// `scripts/serve-check.sh` installs them].
     pub python: Option<PathBuf>,
     /// Server threads [default: 1].
     pub threads: Option<usize>,
-    /// Requests the server samples at once [default: 4].
+    /// Requests in flight per server [default: 4].
     pub parallel: Option<usize>,
+    /// Where the adapters of servers given by address are written: a directory every server
+    /// reads at the same path.
+    pub adapter_dir: Option<PathBuf>,
 }
 
 impl RolloutConfig {
-    fn python(&self) -> PathBuf {
+    fn python(&self, variable: &str, venv: &str) -> PathBuf {
         self.python
             .clone()
-            .or_else(|| std::env::var_os("ENVRL_LLAMA_PYTHON").map(PathBuf::from))
+            .or_else(|| std::env::var_os(variable).map(PathBuf::from))
             .unwrap_or_else(|| {
                 PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                    .join(".cache/envrl-tools/llama-venv/bin/python")
+                    .join(".cache/envrl-tools")
+                    .join(venv)
+                    .join("bin/python")
             })
+    }
+
+    /// A one-line description of where the rollouts are sampled, for the run's log.
+    pub(crate) fn describe(&self) -> Option<String> {
+        Some(match self.server.as_deref()? {
+            "spawn:llama-cpp" => "llama.cpp's server, restarted with each policy".into(),
+            "spawn:vllm" => "vLLM, each policy version loaded as a LoRA adapter".into(),
+            urls => format!("{urls}, each policy version loaded as a LoRA adapter"),
+        })
+    }
+}
+
+/// The server that samples a run's rollouts.
+#[derive(Debug)]
+pub(crate) enum RolloutServer {
+    LlamaCpp(SpawnedLlamaCpp),
+    Vllm(SpawnedVllm),
+    Adapters(AdapterServers),
+}
+
+impl Sampler for RolloutServer {
+    fn sample(
+        &self,
+        prompts: &[Vec<u32>],
+        stop_ids: &[u32],
+        params: &SamplingParams,
+        rngs: &mut [ChaCha8Rng],
+    ) -> envrl::Result<Vec<Generation>> {
+        match self {
+            Self::LlamaCpp(s) => s.sample(prompts, stop_ids, params, rngs),
+            Self::Vllm(s) => s.sample(prompts, stop_ids, params, rngs),
+            Self::Adapters(s) => s.sample(prompts, stop_ids, params, rngs),
+        }
+    }
+}
+
+impl PolicyServer<CausalLm> for RolloutServer {
+    fn publish(&mut self, policy: &CausalLm, version: usize) -> envrl::Result<()> {
+        match self {
+            Self::LlamaCpp(s) => s.publish(policy, version),
+            Self::Vllm(s) => s.publish(policy, version),
+            Self::Adapters(s) => s.publish(policy, version),
+        }
+    }
+}
+
+/// The pretrained model a served run starts from.
+fn pretrained_path<'a>(config: &'a RunConfig, server: &str) -> Result<&'a Path> {
+    match &config.model {
+        ModelSource::Gguf(path) | ModelSource::HfDir(path) => Ok(path),
+        ModelSource::Tiny => bail!(
+            "rollout.server = {server:?} needs a pretrained model (`--model`): the engines \
+             cannot load the tiny model's word tokenizer"
+        ),
     }
 }
 
 /// The server that samples the run's rollouts, when the config asks for one.
 ///
 /// # Errors
-/// An unknown `rollout.server`, a model llama.cpp cannot serve (the tiny model's word
-/// tokenizer has no llama.cpp vocabulary type), or an interpreter without `xllamacpp`.
-pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<SpawnedLlamaCpp>> {
+/// An unknown `rollout.server`, a model the engines cannot serve (the tiny model's word
+/// tokenizer has no llama.cpp vocabulary type), an adapter server without a LoRA run or
+/// without `adapter_dir`, an interpreter without the engine, or a server that does not start.
+pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>> {
     let rollout = &config.rollout;
     let Some(server) = rollout.server.as_deref() else {
         return Ok(None);
     };
-    if server != "spawn:llama-cpp" {
+    let path = pretrained_path(config, server)?;
+    let spawns = ["spawn:llama-cpp", "spawn:vllm"];
+    if server.starts_with("spawn:") && !spawns.contains(&server) {
+        bail!("rollout.server = {server:?}: envrl starts `spawn:llama-cpp` or `spawn:vllm`");
+    }
+    if server != "spawn:llama-cpp" && config.lora.rank == 0 {
         bail!(
-            "rollout.server = {server:?}: this version can start `spawn:llama-cpp`; servers it \
-             does not start cannot follow the trained policy yet (docs/rollout-servers.md)"
+            "rollout.server = {server:?} loads each policy version as a LoRA adapter: set \
+             lora.rank (or use spawn:llama-cpp, which restarts on each version)"
         );
     }
-    let path = match &config.model {
-        ModelSource::Gguf(path) | ModelSource::HfDir(path) => path,
-        ModelSource::Tiny => bail!(
-            "rollout.server = \"spawn:llama-cpp\" needs a pretrained model (`--model`): \
-             llama.cpp cannot load the tiny model's word tokenizer"
-        ),
-    };
     let pretrained = Pretrained::load(path, &Device::flex())
         .with_context(|| format!("reading {}'s tokenizer and architecture", path.display()))?;
-    let spawn = SpawnConfig {
-        python: rollout.python(),
-        config: pretrained.config,
-        tokenizer: Arc::new(pretrained.tokenizer),
-        base_model: Some(path.clone()),
-        threads: rollout.threads.unwrap_or(1),
-        parallel: rollout.parallel.unwrap_or(4),
-        start_timeout: Duration::from_secs(300),
-    };
-    Ok(Some(SpawnedLlamaCpp::new(spawn)?))
+    let tokenizer = Arc::new(pretrained.tokenizer);
+    let threads = rollout.threads.unwrap_or(1);
+    let parallel = rollout.parallel.unwrap_or(4);
+    Ok(Some(match server {
+        "spawn:llama-cpp" => RolloutServer::LlamaCpp(SpawnedLlamaCpp::new(SpawnConfig {
+            python: rollout.python("ENVRL_LLAMA_PYTHON", "llama-venv"),
+            config: pretrained.config,
+            tokenizer,
+            base_model: Some(path.to_path_buf()),
+            threads,
+            parallel,
+            start_timeout: Duration::from_secs(300),
+        })?),
+        "spawn:vllm" => RolloutServer::Vllm(SpawnedVllm::start(VllmSpawnConfig {
+            python: rollout.python("ENVRL_VLLM_PYTHON", "vllm-venv"),
+            config: pretrained.config,
+            tokenizer,
+            base_model: path.to_path_buf(),
+            lora_rank: config.lora.rank,
+            threads,
+            in_flight: parallel,
+            max_model_len: 4096,
+            start_timeout: Duration::from_secs(900),
+        })?),
+        urls => {
+            if let Some(bad) = urls
+                .split(',')
+                .map(str::trim)
+                .find(|u| !u.starts_with("http://") && !u.starts_with("https://"))
+            {
+                bail!(
+                    "rollout.server: {bad:?} is neither spawn:llama-cpp, spawn:vllm nor an \
+                     http:// address"
+                );
+            }
+            let Some(dir) = rollout.adapter_dir.clone() else {
+                bail!(
+                    "rollout.server = {urls:?}: set rollout.adapter_dir, a directory the \
+                     servers read at the same path, for the policy versions' adapters"
+                );
+            };
+            let mut pool = PoolConfig::new(
+                urls.split(',').map(|u| u.trim().to_string()).collect(),
+                pretrained.config.vocab_size,
+            );
+            pool.in_flight = parallel;
+            RolloutServer::Adapters(AdapterServers::new(
+                ServerPool::connect(pool)?,
+                AdapterSync {
+                    dir,
+                    config: pretrained.config,
+                    tokenizer,
+                    base_model: path.to_path_buf(),
+                },
+            )?)
+        }
+    }))
 }

@@ -86,6 +86,14 @@ pub struct TrainerConfig {
     /// exactly when `rollout_weights` is not `f32`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recompute_old_logprobs: Option<bool>,
+    /// Truncated importance sampling of what the sampler (an inference server, a lighter
+    /// acting copy) played: when the old log-probabilities are recomputed, each token's
+    /// advantage is multiplied by `min(π_learner / π_sampler, cap)` for that token, so the
+    /// update follows the learner's policy although another program sampled (verl's and
+    /// SkyRL's token-level TIS). Tokens the sampler did not report get weight 1. `None` (the
+    /// default) leaves the advantages as they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout_is_cap: Option<f64>,
 }
 
 impl Default for TrainerConfig {
@@ -130,6 +138,7 @@ impl TrainerConfig {
             grad_diagnostics_every: 0,
             rollout_weights: RolloutWeights::F32,
             recompute_old_logprobs: None,
+            rollout_is_cap: None,
         }
     }
 
@@ -239,6 +248,14 @@ impl TrainerConfig {
             return Err(Error::config(
                 "learning_rate",
                 format!("must be positive and finite, got {}", self.learning_rate),
+            ));
+        }
+        if let Some(cap) = self.rollout_is_cap
+            && !(cap.is_finite() && cap > 0.0)
+        {
+            return Err(Error::config(
+                "rollout_is_cap",
+                format!("must be positive and finite, got {cap}"),
             ));
         }
         for (field, value) in [

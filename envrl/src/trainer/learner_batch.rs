@@ -98,29 +98,59 @@ impl LearnerBatch {
     }
 
     /// Puts `recomputed` (the learner's log-probability of every response token, row by row)
-    /// in place of the old log-probabilities the acting copy reported, and returns the mean
-    /// absolute difference per token between the two over the tokens whose old value is not NaN
-    /// (a server that did not report it), 0 without any.
+    /// in place of the old log-probabilities the sampler reported, and measures the gap between
+    /// the two over the tokens whose old value is not NaN (a server that did not report it).
+    /// With `is_cap`, first multiplies each token's advantage by its truncated importance
+    /// weight `min(exp(learner − sampler), cap)` (1 where the sampler did not report).
     ///
     /// # Panics
     /// Panics if `recomputed` does not hold as many rows and tokens as the batch.
-    pub fn replace_old_logprobs(&mut self, recomputed: Vec<Vec<f32>>) -> f64 {
+    pub fn replace_old_logprobs(
+        &mut self,
+        recomputed: Vec<Vec<f32>>,
+        is_cap: Option<f64>,
+    ) -> SamplerGap {
         assert_eq!(recomputed.len(), self.old_logprobs.len(), "one row per row");
-        let (mut sum, mut tokens) = (0.0f64, 0usize);
-        for (old, new) in self.old_logprobs.iter().zip(&recomputed) {
-            assert_eq!(old.len(), new.len(), "one log-probability per token");
-            // A NaN old value is one the sampler did not report (an inference server's).
-            for (a, b) in old.iter().zip(new).filter(|(a, _)| !a.is_nan()) {
-                sum += f64::from((a - b).abs());
-                tokens += 1;
+        let mut gap = SamplerGap::default();
+        let (mut abs_sum, mut kl_sum, mut weight_sum, mut capped) = (0.0f64, 0.0, 0.0, 0usize);
+        let rows = self.old_logprobs.iter().zip(&recomputed);
+        for ((sampled, learner), advantages) in rows.zip(&mut self.advantages.advantages) {
+            assert_eq!(
+                sampled.len(),
+                learner.len(),
+                "one log-probability per token"
+            );
+            for (k, (&q, &p)) in sampled.iter().zip(learner).enumerate() {
+                // A NaN old value is one the sampler did not report (an inference server's).
+                if q.is_nan() {
+                    continue;
+                }
+                let log_ratio = f64::from(p) - f64::from(q);
+                abs_sum += log_ratio.abs();
+                // k3: an unbiased, never negative estimate of KL(sampler ‖ learner).
+                kl_sum += log_ratio.exp_m1() - log_ratio;
+                gap.tokens += 1;
+                if let Some(cap) = is_cap {
+                    let weight = log_ratio.exp().min(cap);
+                    capped += usize::from(log_ratio.exp() > cap);
+                    weight_sum += weight;
+                    if let Some(a) = advantages.get_mut(k) {
+                        *a = (f64::from(*a) * weight) as f32;
+                    }
+                }
             }
         }
         self.old_logprobs = recomputed;
-        if tokens == 0 {
-            0.0
-        } else {
-            sum / tokens as f64
+        if gap.tokens > 0 {
+            let n = gap.tokens as f64;
+            gap.mean_abs = abs_sum / n;
+            gap.kl = kl_sum / n;
+            if is_cap.is_some() {
+                gap.is_weight = Some(weight_sum / n);
+                gap.is_capped = Some(capped as f64 / n);
+            }
         }
+        gap
     }
 
     /// Orders the rows of each window of `window` consecutive rows (one optimizer step's) by
@@ -154,6 +184,22 @@ impl LearnerBatch {
     pub fn aux_tokens(&self) -> Vec<Vec<usize>> {
         self.aux.iter().map(AuxBatch::target_tokens).collect()
     }
+}
+
+/// How far the sampler's log-probabilities were from the learner's recompute, over the tokens
+/// it reported ([`LearnerBatch::replace_old_logprobs`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SamplerGap {
+    /// Tokens compared.
+    pub tokens: usize,
+    /// Mean `|log π_learner − log π_sampler|` per token.
+    pub mean_abs: f64,
+    /// Mean k3 estimate of KL(sampler ‖ learner) per token.
+    pub kl: f64,
+    /// Mean truncated importance weight, when the correction is on.
+    pub is_weight: Option<f64>,
+    /// Share of the tokens whose weight was cut at the cap, when the correction is on.
+    pub is_capped: Option<f64>,
 }
 
 /// Puts `items[order[k]]` at `k`.
@@ -264,10 +310,26 @@ mod tests {
         );
         assert_eq!(learner.rows[1].context, vec![4]);
         assert_eq!(learner.old_logprobs, vec![vec![-0.5], vec![-0.5; 3]]);
+        let learner_logprobs = vec![vec![-0.5], vec![-0.25, -0.5, -1.0]];
         let mut recomputed = learner.clone();
-        let mismatch = recomputed.replace_old_logprobs(vec![vec![-0.5], vec![-0.25, -0.5, -1.0]]);
-        assert!((mismatch - 0.75 / 4.0).abs() < 1e-12, "{mismatch}");
+        let gap = recomputed.replace_old_logprobs(learner_logprobs.clone(), None);
+        assert_eq!(gap.tokens, 4);
+        assert!((gap.mean_abs - 0.75 / 4.0).abs() < 1e-12, "{gap:?}");
+        // k3 = e^r − 1 − r for r = learner − sampler: 0, e^0.25 − 1.25, 0, e^−0.5 − 0.5.
+        let kl = (0.25f64.exp() - 1.25 + (-0.5f64).exp() - 0.5) / 4.0;
+        assert!((gap.kl - kl).abs() < 1e-9, "{gap:?}");
+        assert_eq!(gap.is_weight, None);
         assert_eq!(recomputed.old_logprobs[1], vec![-0.25, -0.5, -1.0]);
+        assert_eq!(recomputed.advantages, learner.advantages);
+
+        // Truncated importance sampling: advantages times min(e^r, cap).
+        let mut corrected = learner.clone();
+        let gap = corrected.replace_old_logprobs(learner_logprobs, Some(1.1));
+        let weights = [1.0, 1.1, 1.0, (-0.5f64).exp()];
+        let expected: Vec<f32> = weights[1..].iter().map(|w| (2.0 * w) as f32).collect();
+        assert_eq!(corrected.advantages.advantages, vec![vec![1.0], expected]);
+        assert!((gap.is_weight.unwrap() - weights.iter().sum::<f64>() / 4.0).abs() < 1e-9);
+        assert_eq!(gap.is_capped, Some(0.25));
         assert_eq!(learner.row_tokens(), vec![1, 3]);
         assert_eq!(learner.aux_tokens(), vec![vec![3, 1]]);
         assert_eq!(learner.nonfinite_rows, 0);

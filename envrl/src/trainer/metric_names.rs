@@ -29,6 +29,9 @@ pub const GRAD_ACTOR_NORM: &str = "grad/actor_norm";
 pub const WALL_S: &str = "perf/wall_s";
 /// Seconds spent in rollouts.
 pub const ROLLOUT_S: &str = "perf/rollout_s";
+/// Seconds spent publishing the policy to the rollout server (part of `perf/rollout_s`), with
+/// a policy server.
+pub const PUBLISH_S: &str = "perf/publish_s";
 /// Seconds spent in updates.
 pub const UPDATE_S: &str = "perf/update_s";
 /// Environment steps per rollout second.
@@ -45,6 +48,13 @@ pub const PREFILL_TOKENS_SAVED: &str = "rollout/prefill_tokens_saved";
 /// Mean absolute difference per response token between the acting copy's log-probabilities
 /// and the learner's recomputed ones, when they are recomputed.
 pub const LOGPROB_MISMATCH: &str = "rollout/logprob_mismatch";
+/// Mean k3 estimate of KL(acting copy or server ‖ learner) per response token, when the old
+/// log-probabilities are recomputed.
+pub const LOGPROB_KL: &str = "rollout/logprob_kl";
+/// Mean truncated importance weight per response token (`trainer.rollout_is_cap`).
+pub const IS_WEIGHT: &str = "rollout/is_weight";
+/// Share of the response tokens whose importance weight was cut at the cap.
+pub const IS_CAPPED: &str = "rollout/is_capped";
 /// Seconds spent recomputing the old log-probabilities, when they are recomputed.
 pub const RECOMPUTE_S: &str = "perf/recompute_s";
 /// Seconds spent exchanging gradients and step statistics with the other ranks of a
@@ -59,7 +69,7 @@ pub const EVAL_RETURN: &str = "eval/return";
 
 /// Every fixed name above, for documentation checks. The actor loss and the critic add their
 /// own (`loss/policy`, `loss/value`, …).
-pub const ALL: [&str; 25] = [
+pub const ALL: [&str; 29] = [
     EPISODE_SUCCESS,
     EPISODE_RETURN,
     EPISODE_LENGTH,
@@ -73,6 +83,7 @@ pub const ALL: [&str; 25] = [
     GRAD_ACTOR_NORM,
     WALL_S,
     ROLLOUT_S,
+    PUBLISH_S,
     UPDATE_S,
     ENV_STEPS_PER_S,
     GEN_TOKENS_PER_S,
@@ -80,6 +91,9 @@ pub const ALL: [&str; 25] = [
     TOKENS_PER_S,
     PREFILL_TOKENS_SAVED,
     LOGPROB_MISMATCH,
+    LOGPROB_KL,
+    IS_WEIGHT,
+    IS_CAPPED,
     RECOMPUTE_S,
     EXCHANGE_S,
     EXCHANGE_BYTES,
@@ -99,12 +113,12 @@ pub fn measures_the_work(name: &str) -> bool {
 /// differently (other ranks, other batches), agree within float rounding: within 1e-5 of the
 /// larger value plus a floor for values that are small differences of large terms — 1e-5 for
 /// cosines (in [-1, 1]; one near 0 is a sum of products that nearly cancel), 1e-6 for the
-/// approximate KL (a mean of differences of log-probabilities whose terms carry the acting
+/// approximate KLs (means of differences of log-probabilities whose terms carry the acting
 /// copy's batch rounding, up to a few 1e-6 per token), 1e-7 for everything else.
 pub fn agree_within_rounding(name: &str, a: f64, b: f64) -> bool {
     let floor = if name.starts_with("grad/aux_cos/") {
         1e-5
-    } else if name == "policy/approx_kl" {
+    } else if name == "policy/approx_kl" || name == LOGPROB_KL {
         1e-6
     } else {
         1e-7

@@ -44,7 +44,7 @@ pub use finite::first_non_finite;
 #[cfg(feature = "burn")]
 pub use grad_norm::{clip_global_grad_norm, global_grad_norm};
 #[cfg(feature = "burn")]
-pub(crate) use learner_batch::{AuxBatch, LearnerBatch};
+pub(crate) use learner_batch::{AuxBatch, LearnerBatch, SamplerGap};
 pub use metrics::{IterationMetrics, JsonlSink, MetricsSink};
 #[cfg(feature = "burn")]
 pub(crate) use optimizer_step::StepRunner;

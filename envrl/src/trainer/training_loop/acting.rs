@@ -70,7 +70,9 @@ impl<P: Policy> Trainer<P> {
         let played = match self.server.as_mut() {
             Some(server) => {
                 if self.served != Some(self.iteration) {
+                    let start = std::time::Instant::now();
                     server.publish(&self.policy, self.iteration)?;
+                    self.publish_secs += start.elapsed().as_secs_f64();
                     self.served = Some(self.iteration);
                 }
                 engine.run(server.as_ref(), &mut self.envs[..slots.len()], &slots, key)?

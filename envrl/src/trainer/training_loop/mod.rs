@@ -61,6 +61,8 @@ pub struct Trainer<P: Policy> {
     server: Option<Box<dyn PolicyServer<P>>>,
     /// The policy version the server holds (the iteration it was published at).
     served: Option<usize>,
+    /// Seconds spent publishing policies to the server since the last iteration's record.
+    publish_secs: f64,
 }
 
 /// AdamW with the config's weight decay (betas 0.9/0.999, ε 1e-8; clipping is global and done
@@ -133,6 +135,7 @@ impl<P: Policy> Trainer<P> {
             sync: Box::new(SingleProcess),
             server: None,
             served: None,
+            publish_secs: 0.0,
         })
     }
 
@@ -282,7 +285,7 @@ impl<P: Policy> Trainer<P> {
                 let start = Instant::now();
                 let recomputed = self.learner_logprobs(&learner.rows);
                 Recompute {
-                    mismatch: learner.replace_old_logprobs(recomputed),
+                    gap: learner.replace_old_logprobs(recomputed, self.config.rollout_is_cap),
                     seconds: start.elapsed().as_secs_f64(),
                 }
             });
@@ -319,6 +322,10 @@ impl<P: Policy> Trainer<P> {
                 wall: start.elapsed().as_secs_f64(),
                 rollout: rollout_secs,
                 update: update_secs,
+                publish: self
+                    .server
+                    .is_some()
+                    .then(|| std::mem::take(&mut self.publish_secs)),
             },
         }
         .metrics();

@@ -6,7 +6,7 @@ use super::{Trainer, UNK_WARN_RATE};
 use crate::policy::Policy;
 use crate::rollout::RolloutStats;
 use crate::trainer::metric_names as names;
-use crate::trainer::{IterationMetrics, LearnerBatch};
+use crate::trainer::{IterationMetrics, LearnerBatch, SamplerGap};
 use crate::trajectory::RolloutBatch;
 
 impl<P: Policy> Trainer<P> {
@@ -66,12 +66,14 @@ pub(super) struct Seconds {
     pub(super) wall: f64,
     pub(super) rollout: f64,
     pub(super) update: f64,
+    /// Publishing the policy to the rollout server (within `rollout`), when there is one.
+    pub(super) publish: Option<f64>,
 }
 
 /// The recompute of the old log-probabilities with the learner's weights.
 pub(super) struct Recompute {
-    /// Mean absolute difference per token from the acting copy's.
-    pub(super) mismatch: f64,
+    /// How far the acting copy's (or server's) log-probabilities were from the learner's.
+    pub(super) gap: SamplerGap,
     pub(super) seconds: f64,
 }
 
@@ -130,6 +132,9 @@ impl IterationRecord<'_> {
         metrics.set(names::WALL_S, s.wall);
         metrics.set(names::ROLLOUT_S, s.rollout);
         metrics.set(names::UPDATE_S, s.update);
+        if let Some(publish) = s.publish {
+            metrics.set(names::PUBLISH_S, publish);
+        }
         metrics.set(names::ENV_STEPS_PER_S, per_s(stats.env_steps, s.rollout));
         metrics.set(
             names::GEN_TOKENS_PER_S,
@@ -145,7 +150,13 @@ impl IterationRecord<'_> {
             metrics.set(names::EXCHANGE_BYTES, update.exchanged.bytes as f64);
         }
         if let Some(recompute) = &self.recompute {
-            metrics.set(names::LOGPROB_MISMATCH, recompute.mismatch);
+            let gap = &recompute.gap;
+            metrics.set(names::LOGPROB_MISMATCH, gap.mean_abs);
+            metrics.set(names::LOGPROB_KL, gap.kl);
+            if let (Some(weight), Some(capped)) = (gap.is_weight, gap.is_capped) {
+                metrics.set(names::IS_WEIGHT, weight);
+                metrics.set(names::IS_CAPPED, capped);
+            }
             metrics.set(names::RECOMPUTE_S, recompute.seconds);
         }
         metrics.set(

@@ -1,0 +1,123 @@
+//! [`ChildServer`]: an inference server process envrl started, waited for until it answers and
+//! stopped (with every process it started) when dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::pool::http_agent;
+
+/// A server process on `127.0.0.1`, its own process group (engines start workers of their
+/// own), its standard error in a log file.
+#[derive(Debug)]
+pub(crate) struct ChildServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) url: String,
+}
+
+/// A free port on the loopback interface.
+pub(crate) fn free_port() -> std::io::Result<u16> {
+    std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()
+        .map(|a| a.port())
+}
+
+/// Whether the server at `url` answers `GET /health` with success (llama.cpp answers 503
+/// while it loads the model; vLLM does not listen until it is ready).
+fn healthy(agent: &ureq::Agent, url: &str) -> bool {
+    agent
+        .get(&format!("{url}/health"))
+        .call()
+        .is_ok_and(|r| r.status().is_success())
+}
+
+impl ChildServer {
+    /// Starts `command` (which must serve on `port`), its standard error appended to `log`, and
+    /// waits until it answers `/health` — at most `timeout`.
+    ///
+    /// # Errors
+    /// In words, naming `log`: the process cannot start, exits, or does not answer in time (it
+    /// is stopped then).
+    pub(crate) fn start(
+        mut command: Command,
+        port: u16,
+        log: &Path,
+        timeout: Duration,
+    ) -> Result<Self, String> {
+        let log_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| format!("opening the server log {}: {e}", log.display()))?;
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .map_err(|e| format!("starting {:?}: {e}", command.get_program()))?;
+        let mut server = Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        let agent = http_agent(Duration::from_secs(2));
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                return Err(format!(
+                    "the server exited ({status}); see {}",
+                    log.display()
+                ));
+            }
+            if healthy(&agent, &server.url) {
+                return Ok(server);
+            }
+            if start.elapsed() > timeout {
+                return Err(format!(
+                    "the server did not answer within {timeout:?}; see {}",
+                    log.display()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for ChildServer {
+    /// Asks the process group to stop (SIGTERM), then kills it after 10 s.
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        {
+            let group = -(self.child.id() as libc::pid_t);
+            // SAFETY: kill(2) with a negative pid signals that process group; no memory is shared.
+            unsafe { libc::kill(group, libc::SIGTERM) };
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(10) {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            // SAFETY: as above; the group's remaining processes, if any.
+            unsafe { libc::kill(group, libc::SIGKILL) };
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Python interpreter `python` if it can import `module`, else why not.
+pub(crate) fn check_python(python: &Path, module: &str, install: &str) -> Result<PathBuf, String> {
+    let found = Command::new(python)
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .map_err(|e| format!("running {}: {e}", python.display()))?;
+    match found.status.success() {
+        true => Ok(python.to_path_buf()),
+        false => Err(format!(
+            "{} cannot import {module} ({install})",
+            python.display()
+        )),
+    }
+}
