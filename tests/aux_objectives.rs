@@ -32,6 +32,7 @@ fn batch() -> RolloutBatch {
             task: "walk east".into(),
             task_id: 0,
             steps,
+            policy_version: 0,
         }],
     }
 }

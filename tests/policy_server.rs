@@ -77,10 +77,18 @@ fn a_policy_server_samples_the_rollouts_of_each_published_policy() {
         .unwrap()
         .trainer
         .with_policy_server(server);
-    for _ in 0..s.trainer.iterations {
+    for iteration in 0..s.trainer.iterations {
         own.train_iteration().unwrap();
         let metrics = served.train_iteration().unwrap();
         assert_eq!(episodes(&own), episodes(&served));
+        // Every trajectory records the policy version that played it.
+        let rollout = served.last_rollout().unwrap();
+        assert!(
+            rollout
+                .trajectories
+                .iter()
+                .all(|t| t.policy_version == iteration)
+        );
         // The server sampled with the learner's own weights: the recompute agrees.
         let mismatch = metrics.values[envrl::metric_names::LOGPROB_MISMATCH];
         assert!(mismatch < 1e-5, "log-prob mismatch {mismatch}");

@@ -156,6 +156,7 @@ fn every_estimator_handles_empty_and_all_invalid_trajectories() {
         task_id: group_id as u64,
         task: String::new(),
         steps,
+        policy_version: 0,
     };
     let batch = RolloutBatch {
         trajectories: vec![

@@ -31,6 +31,7 @@ pub(crate) fn batch(trajectories: &[(usize, f32, &[bool])]) -> RolloutBatch {
                     won: ret > 0.0 && t + 1 == valid.len(),
                 })
                 .collect(),
+            policy_version: 0,
         })
         .collect();
     RolloutBatch { trajectories }

@@ -46,6 +46,11 @@ pub struct Trajectory {
     pub task: String,
     /// The active steps, in order.
     pub steps: Vec<Step>,
+    /// The version of the policy that sampled it: the trainer's iteration whose policy played
+    /// it (published to the rollout server at that iteration, when there is one); 0 outside a
+    /// trainer.
+    #[serde(default)]
+    pub policy_version: usize,
 }
 
 impl Trajectory {

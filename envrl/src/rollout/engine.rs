@@ -134,6 +134,7 @@ impl RolloutEngine<'_> {
                 task_id: slot.task_id,
                 task: state.observation.task.clone(),
                 steps: Vec::new(),
+                policy_version: 0,
             })
             .collect();
         let stop_ids = self.tokenizer.stop_ids();

@@ -280,6 +280,7 @@ mod tests {
                 task_id: 0,
                 task: String::new(),
                 steps: vec![step(vec![1, 2], vec![3]), step(vec![4], vec![5, 6, 7])],
+                policy_version: 0,
             }],
         }
     }

@@ -67,7 +67,7 @@ impl<P: Policy> Trainer<P> {
             sampling,
             max_steps: self.config.max_steps,
         };
-        let played = match self.server.as_mut() {
+        let mut played = match self.server.as_mut() {
             Some(server) => {
                 if self.served != Some(self.iteration) {
                     let start = std::time::Instant::now();
@@ -82,6 +82,9 @@ impl<P: Policy> Trainer<P> {
                 engine.run(&acting, &mut self.envs[..slots.len()], &slots, key)?
             }
         };
+        for trajectory in &mut played.0.trajectories {
+            trajectory.policy_version = self.iteration;
+        }
         gather_rollouts(self.sync.as_ref(), played)
     }
 
@@ -160,6 +163,7 @@ mod tests {
             task_id: 9,
             task: "t".into(),
             steps: vec![step],
+            policy_version: 3,
         }];
         let stats = RolloutStats {
             env_steps: 1,
@@ -181,5 +185,6 @@ mod tests {
         assert_eq!(bits(&back), bits(&trajectories));
         assert_eq!(back_stats, stats);
         assert_eq!(back[0].traj_id, 4);
+        assert_eq!(back[0].policy_version, 3);
     }
 }
