@@ -9,7 +9,7 @@ use envrl::{Generation, PolicyServer, Sampler, SamplingParams};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-use super::pool::http_agent;
+use super::pool::{http_agent, server_error};
 use super::{Engine, ServerPool};
 use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
 use crate::{CausalLm, HfTokenizer, LmConfig};
@@ -72,13 +72,6 @@ impl std::fmt::Debug for AdapterServers {
     }
 }
 
-fn sync_error(server: &str, reason: impl Into<String>) -> envrl::Error {
-    envrl::Error::RolloutServer {
-        server: server.to_string(),
-        reason: reason.into(),
-    }
-}
-
 /// POSTs `body` to `url` and returns the error in words unless the answer is a success.
 fn post(agent: &ureq::Agent, url: &str, body: &Value) -> Result<(), String> {
     let mut response = agent
@@ -108,7 +101,7 @@ impl AdapterServers {
     pub fn new(pool: ServerPool, sync: AdapterSync) -> envrl::Result<Self> {
         for (url, engine) in pool.servers() {
             if engine.adapter_routes().is_none() {
-                return Err(sync_error(
+                return Err(server_error(
                     url,
                     format!(
                         "{} cannot load a new policy while it runs; let envrl start it \
@@ -119,9 +112,9 @@ impl AdapterServers {
             }
         }
         std::fs::create_dir_all(&sync.dir)
-            .map_err(|e| sync_error("-", format!("creating {}: {e}", sync.dir.display())))?;
+            .map_err(|e| server_error("-", format!("creating {}: {e}", sync.dir.display())))?;
         let dir = std::path::absolute(&sync.dir)
-            .map_err(|e| sync_error("-", format!("{}: {e}", sync.dir.display())))?;
+            .map_err(|e| server_error("-", format!("{}: {e}", sync.dir.display())))?;
         Ok(Self {
             pool,
             sync: AdapterSync { dir, ..sync },
@@ -149,7 +142,7 @@ impl AdapterServers {
             name: "envrl-policy",
         }
         .write(&ExportOptions::new(ExportFormat::Peft), path)
-        .map_err(|e| sync_error("-", format!("writing the adapter {}: {e}", path.display())))?;
+        .map_err(|e| server_error("-", format!("writing the adapter {}: {e}", path.display())))?;
         Ok(())
     }
 }
@@ -164,7 +157,7 @@ impl Sampler for AdapterServers {
     ) -> envrl::Result<Vec<Generation>> {
         match self.served {
             Some(_) => self.pool.sample(prompts, stop_ids, params, rngs),
-            None => Err(sync_error("-", "no policy published yet")),
+            None => Err(server_error("-", "no policy published yet")),
         }
     }
 }
@@ -193,7 +186,7 @@ impl PolicyServer<CausalLm> for AdapterServers {
             }
         }
         if failed.len() == servers.len() {
-            return Err(sync_error(
+            return Err(server_error(
                 &servers
                     .iter()
                     .map(|s| s.0.as_str())

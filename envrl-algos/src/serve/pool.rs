@@ -76,7 +76,8 @@ impl std::fmt::Debug for ServerPool {
     }
 }
 
-fn server_error(url: &str, reason: impl Into<String>) -> envrl::Error {
+/// A rollout-server error naming `server` (an address, or `-` for none in particular).
+pub(crate) fn server_error(url: &str, reason: impl Into<String>) -> envrl::Error {
     envrl::Error::RolloutServer {
         server: url.to_string(),
         reason: reason.into(),

@@ -11,6 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use tempfile::TempDir;
 
 use super::child::{ChildServer, check_python, free_port};
+use super::pool::server_error;
 use super::{Engine, PoolConfig, ServerPool};
 use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
 use crate::{CausalLm, HfTokenizer, LmConfig};
@@ -59,10 +60,7 @@ impl std::fmt::Debug for SpawnedLlamaCpp {
 }
 
 fn spawn_error(reason: impl Into<String>) -> envrl::Error {
-    envrl::Error::RolloutServer {
-        server: "spawn:llama-cpp".into(),
-        reason: reason.into(),
-    }
+    server_error("spawn:llama-cpp", reason)
 }
 
 impl SpawnedLlamaCpp {

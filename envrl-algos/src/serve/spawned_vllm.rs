@@ -13,6 +13,7 @@ use tempfile::TempDir;
 
 use super::adapters::{AdapterServers, AdapterSync};
 use super::child::{ChildServer, check_python, free_port};
+use super::pool::server_error;
 use super::{Engine, PoolConfig, ServerPool};
 use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
 use crate::{CausalLm, HfTokenizer, LmConfig, Pretrained};
@@ -50,10 +51,7 @@ pub fn vllm_max_lora_rank(rank: usize) -> usize {
 }
 
 fn spawn_error(reason: impl Into<String>) -> envrl::Error {
-    envrl::Error::RolloutServer {
-        server: "spawn:vllm".into(),
-        reason: reason.into(),
-    }
+    server_error("spawn:vllm", reason)
 }
 
 /// A vLLM server started by envrl on the base model's Hugging Face export, with run-time

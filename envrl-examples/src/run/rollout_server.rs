@@ -112,6 +112,56 @@ fn pretrained_path<'a>(config: &'a RunConfig, server: &str) -> Result<&'a Path> 
     }
 }
 
+/// Which kind of server `rollout.server` names.
+#[derive(Debug, Clone, PartialEq)]
+enum ServerChoice {
+    SpawnLlamaCpp,
+    SpawnVllm,
+    /// Servers the user runs, by address, and where their adapters are written.
+    Urls {
+        urls: Vec<String>,
+        adapter_dir: PathBuf,
+    },
+}
+
+impl ServerChoice {
+    /// Reads `rollout.server` (and `rollout.adapter_dir`, which servers given by address need).
+    ///
+    /// # Errors
+    /// An unknown `spawn:` engine, an item that is not an `http(s)://` address, or addresses
+    /// without `adapter_dir`.
+    fn parse(server: &str, adapter_dir: Option<&Path>) -> Result<Self> {
+        match server {
+            "spawn:llama-cpp" => return Ok(Self::SpawnLlamaCpp),
+            "spawn:vllm" => return Ok(Self::SpawnVllm),
+            s if s.starts_with("spawn:") => {
+                bail!("rollout.server = {s:?}: envrl starts `spawn:llama-cpp` or `spawn:vllm`")
+            }
+            _ => {}
+        }
+        let urls: Vec<String> = server.split(',').map(|u| u.trim().to_string()).collect();
+        if let Some(bad) = urls
+            .iter()
+            .find(|u| !u.starts_with("http://") && !u.starts_with("https://"))
+        {
+            bail!(
+                "rollout.server: {bad:?} is neither spawn:llama-cpp, spawn:vllm nor an http:// \
+                 address"
+            );
+        }
+        let Some(adapter_dir) = adapter_dir else {
+            bail!(
+                "rollout.server = {server:?}: set rollout.adapter_dir, a directory the servers \
+                 read at the same path, for the policy versions' adapters"
+            );
+        };
+        Ok(Self::Urls {
+            urls,
+            adapter_dir: adapter_dir.to_path_buf(),
+        })
+    }
+}
+
 /// The server that samples the run's rollouts, when the config asks for one.
 ///
 /// # Errors
@@ -123,12 +173,9 @@ pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>>
     let Some(server) = rollout.server.as_deref() else {
         return Ok(None);
     };
+    let choice = ServerChoice::parse(server, rollout.adapter_dir.as_deref())?;
     let path = pretrained_path(config, server)?;
-    let spawns = ["spawn:llama-cpp", "spawn:vllm"];
-    if server.starts_with("spawn:") && !spawns.contains(&server) {
-        bail!("rollout.server = {server:?}: envrl starts `spawn:llama-cpp` or `spawn:vllm`");
-    }
-    if server != "spawn:llama-cpp" && config.lora.rank == 0 {
+    if choice != ServerChoice::SpawnLlamaCpp && config.lora.rank == 0 {
         bail!(
             "rollout.server = {server:?} loads each policy version as a LoRA adapter: set \
              lora.rank (or use spawn:llama-cpp, which restarts on each version)"
@@ -139,17 +186,19 @@ pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>>
     let tokenizer = Arc::new(pretrained.tokenizer);
     let threads = rollout.threads.unwrap_or(1);
     let parallel = rollout.parallel.unwrap_or(4);
-    Ok(Some(match server {
-        "spawn:llama-cpp" => RolloutServer::LlamaCpp(SpawnedLlamaCpp::new(SpawnConfig {
-            python: rollout.python("ENVRL_LLAMA_PYTHON", "llama-venv"),
-            config: pretrained.config,
-            tokenizer,
-            base_model: Some(path.to_path_buf()),
-            threads,
-            parallel,
-            start_timeout: Duration::from_secs(300),
-        })?),
-        "spawn:vllm" => RolloutServer::Vllm(SpawnedVllm::start(VllmSpawnConfig {
+    Ok(Some(match choice {
+        ServerChoice::SpawnLlamaCpp => {
+            RolloutServer::LlamaCpp(SpawnedLlamaCpp::new(SpawnConfig {
+                python: rollout.python("ENVRL_LLAMA_PYTHON", "llama-venv"),
+                config: pretrained.config,
+                tokenizer,
+                base_model: Some(path.to_path_buf()),
+                threads,
+                parallel,
+                start_timeout: Duration::from_secs(300),
+            })?)
+        }
+        ServerChoice::SpawnVllm => RolloutServer::Vllm(SpawnedVllm::start(VllmSpawnConfig {
             python: rollout.python("ENVRL_VLLM_PYTHON", "vllm-venv"),
             config: pretrained.config,
             tokenizer,
@@ -160,32 +209,13 @@ pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>>
             max_model_len: 4096,
             start_timeout: Duration::from_secs(900),
         })?),
-        urls => {
-            if let Some(bad) = urls
-                .split(',')
-                .map(str::trim)
-                .find(|u| !u.starts_with("http://") && !u.starts_with("https://"))
-            {
-                bail!(
-                    "rollout.server: {bad:?} is neither spawn:llama-cpp, spawn:vllm nor an \
-                     http:// address"
-                );
-            }
-            let Some(dir) = rollout.adapter_dir.clone() else {
-                bail!(
-                    "rollout.server = {urls:?}: set rollout.adapter_dir, a directory the \
-                     servers read at the same path, for the policy versions' adapters"
-                );
-            };
-            let mut pool = PoolConfig::new(
-                urls.split(',').map(|u| u.trim().to_string()).collect(),
-                pretrained.config.vocab_size,
-            );
+        ServerChoice::Urls { urls, adapter_dir } => {
+            let mut pool = PoolConfig::new(urls, pretrained.config.vocab_size);
             pool.in_flight = parallel;
             RolloutServer::Adapters(AdapterServers::new(
                 ServerPool::connect(pool)?,
                 AdapterSync {
-                    dir,
+                    dir: adapter_dir,
                     config: pretrained.config,
                     tokenizer,
                     base_model: path.to_path_buf(),
@@ -193,4 +223,37 @@ pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>>
             )?)
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_setting_is_read_before_any_model_is_loaded() {
+        let dir = Path::new("/shared/adapters");
+        assert_eq!(
+            ServerChoice::parse("spawn:vllm", None).unwrap(),
+            ServerChoice::SpawnVllm
+        );
+        assert_eq!(
+            ServerChoice::parse("http://a:8000, https://b:8000", Some(dir)).unwrap(),
+            ServerChoice::Urls {
+                urls: vec!["http://a:8000".into(), "https://b:8000".into()],
+                adapter_dir: dir.to_path_buf(),
+            }
+        );
+        let err = ServerChoice::parse("spawn:sglang", None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("envrl starts"), "{err}");
+        let err = ServerChoice::parse("http://a:8000,b:8000", Some(dir))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"b:8000\" is neither"), "{err}");
+        let err = ServerChoice::parse("http://a:8000", None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("set rollout.adapter_dir"), "{err}");
+    }
 }

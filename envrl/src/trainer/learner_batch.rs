@@ -131,8 +131,9 @@ impl LearnerBatch {
                 kl_sum += log_ratio.exp_m1() - log_ratio;
                 gap.tokens += 1;
                 if let Some(cap) = is_cap {
-                    let weight = log_ratio.exp().min(cap);
-                    capped += usize::from(log_ratio.exp() > cap);
+                    let ratio = log_ratio.exp();
+                    let weight = ratio.min(cap);
+                    capped += usize::from(ratio > cap);
                     weight_sum += weight;
                     if let Some(a) = advantages.get_mut(k) {
                         *a = (f64::from(*a) * weight) as f32;
