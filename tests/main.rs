@@ -34,6 +34,9 @@ mod split_rollouts;
 // A policy server samples the rollouts of each published policy; its failure stops the run.
 mod policy_server;
 
+// `max_staleness` 1: the next rollout plays during the update, one version behind, and resumes.
+mod max_staleness;
+
 // llama.cpp's server and vLLM (when installed) sample envrl's greedy tokens and log-probabilities,
 // and follow a newly published policy.
 mod serve_engines;

@@ -18,10 +18,10 @@ use rand_chacha::ChaCha8Rng;
 use crate::support::flat_params;
 
 /// Samples with the last policy published to it, or fails every request when `broken`.
-struct InProcessServer {
-    published: Option<CausalLm>,
-    versions: Arc<Mutex<Vec<usize>>>,
-    broken: bool,
+pub(crate) struct InProcessServer {
+    pub(crate) published: Option<CausalLm>,
+    pub(crate) versions: Arc<Mutex<Vec<usize>>>,
+    pub(crate) broken: bool,
 }
 
 impl Sampler for InProcessServer {
@@ -50,7 +50,7 @@ impl PolicyServer<CausalLm> for InProcessServer {
     }
 }
 
-fn settings() -> KeyDoorSettings {
+pub(crate) fn settings() -> KeyDoorSettings {
     let mut s = KeyDoorSettings::quick(3);
     s.warmup_steps = 20;
     s.trainer.iterations = 3;
@@ -58,7 +58,7 @@ fn settings() -> KeyDoorSettings {
     s
 }
 
-fn episodes(trainer: &envrl::Trainer<CausalLm>) -> Vec<String> {
+pub(crate) fn episodes(trainer: &envrl::Trainer<CausalLm>) -> Vec<String> {
     let batch = trainer.last_rollout().unwrap();
     batch.rows().map(|r| r.step.response.clone()).collect()
 }
@@ -121,7 +121,7 @@ fn a_failing_policy_server_stops_the_iteration_with_its_error() {
 
 /// Samples with the policy published before the last one: one version behind the learner.
 #[derive(Default)]
-struct LaggingServer {
+pub(crate) struct LaggingServer {
     current: Option<CausalLm>,
     previous: Option<CausalLm>,
 }

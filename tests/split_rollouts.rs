@@ -2,7 +2,8 @@
 //! play their share of the groups and of the evaluation, gather the trajectories and train a
 //! keydoor run to the single process's episodes, metrics and parameters. Every trajectory
 //! samples from its own stream, so the episodes do not depend on how many ranks played them.
-//! With PPO, the critic's values and steps are split between the ranks too.
+//! With PPO, the critic's values and steps are split between the ranks too; with
+//! `max_staleness` 1, each rank plays its share of the next rollout during the update.
 
 use burn::tensor::Device;
 use envrl::distributed::{GradientSync, SingleProcess};
@@ -87,6 +88,14 @@ fn ranks_that_split_the_rollouts_train_as_one_process() {
 #[test]
 fn ranks_that_split_the_critic_train_as_one_process() {
     ranks_train_as_one_process(&ppo());
+}
+
+#[test]
+fn ranks_that_play_the_next_rollout_ahead_train_as_one_process() {
+    let mut s = grpo_both_objectives();
+    s.trainer.iterations = 3;
+    s.trainer.max_staleness = 1;
+    ranks_train_as_one_process(&s);
 }
 
 fn ranks_train_as_one_process(s: &KeyDoorSettings) {

@@ -58,6 +58,14 @@ pub enum Error {
         /// What failed, naming the request.
         reason: String,
     },
+    /// The trainer cannot go on in this process: a rollout playing ahead failed after the update
+    /// it overlapped had moved the weights (`max_staleness` 1). A resume from the last
+    /// checkpoint continues the run exactly.
+    #[error("the trainer stopped: {reason}")]
+    Stopped {
+        /// What failed, at which iteration.
+        reason: String,
+    },
     /// An I/O error on a named file.
     #[error("{path}: {source}")]
     Io {

@@ -2,6 +2,8 @@
 //! and replies read, which tasks train and evaluate, and the facts the world states about itself
 //! ([`WorldInfo`]), which reach the auxiliary objectives with the data they learn from.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::env::Environment;
@@ -102,10 +104,10 @@ pub struct World {
     pub info: WorldInfo,
     /// Makes one environment; called once per parallel rollout slot.
     pub make_env: EnvFactory,
-    /// Builds each step's prompt.
-    pub prompt: Box<dyn PromptBuilder>,
-    /// Projects replies to actions.
-    pub parser: Box<dyn ActionParser>,
+    /// Builds each step's prompt (shared with a rollout played in the background).
+    pub prompt: Arc<dyn PromptBuilder>,
+    /// Projects replies to actions (shared like the prompt).
+    pub parser: Arc<dyn ActionParser>,
     /// The task ids training samples from.
     pub train_tasks: Vec<u64>,
     /// The task ids evaluation plays, in order.
@@ -124,8 +126,8 @@ impl World {
         Self {
             info,
             make_env: Box::new(move || Box::new(make_env())),
-            prompt: Box::new(prompt),
-            parser: Box::new(parser),
+            prompt: Arc::new(prompt),
+            parser: Arc::new(parser),
             train_tasks: Vec::new(),
             eval_tasks: Vec::new(),
         }

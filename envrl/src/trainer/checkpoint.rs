@@ -29,6 +29,9 @@ const REFERENCE_FILE: &str = "reference.bpk";
 const OPTIMIZER_FILE: &str = "optimizer.bpk";
 const STATE_FILE: &str = "state.json";
 const MANIFEST_FILE: &str = "manifest.json";
+/// The file of a checkpoint that holds the next iteration's rollout when it was played ahead
+/// (`max_staleness` 1), in MessagePack.
+pub const PENDING_ROLLOUT_FILE: &str = "pending_rollout.msgpack";
 
 /// The SHA-256 of every file of a checkpoint directory, by file name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +56,10 @@ pub struct CheckpointState {
     pub streams: RunStreams,
     /// The trainer config of the run.
     pub config: serde_json::Value,
+    /// The next iteration's rollout, already played while this iteration trained (a run with
+    /// `max_staleness` 1), encoded: written to [`PENDING_ROLLOUT_FILE`], not to `state.json`.
+    #[serde(skip)]
+    pub pending_rollout: Option<Vec<u8>>,
 }
 
 /// The directory name of the checkpoint after `iteration` iterations.
@@ -150,6 +157,10 @@ fn write_files<M: Module>(
         reason: e.to_string(),
     })?;
     std::fs::write(&state_path, json).map_err(|e| Error::io(&state_path, e))?;
+    if let Some(bytes) = &state.pending_rollout {
+        let path = tmp.join(PENDING_ROLLOUT_FILE);
+        std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;
+    }
     crash_point("checkpoint-state-written");
     write_manifest(tmp)?;
     sync_dir(tmp)?;
@@ -327,9 +338,12 @@ pub fn load_checkpoint<M: Module>(
         ));
     }
     verify_checkpoint(path)?;
-    let state: CheckpointState =
+    let mut state: CheckpointState =
         serde_json::from_value(value).map_err(|e| fail(STATE_FILE, e.to_string()))?;
     let read = |file: &str| read_whole(&path.join(file)).map_err(|e| fail(file, e.to_string()));
+    if path.join(PENDING_ROLLOUT_FILE).exists() {
+        state.pending_rollout = Some(read(PENDING_ROLLOUT_FILE)?.to_vec());
+    }
     let reference = if path.join(REFERENCE_FILE).exists() {
         Some(load_module(path, REFERENCE_FILE, model.clone())?)
     } else {
@@ -555,6 +569,7 @@ mod tests {
             optimizer_steps: 0,
             streams: RunStreams::new(0, []),
             config: serde_json::Value::Null,
+            pending_rollout: None,
         };
         save_checkpoint(dir, &state, &model, None, &optimizer, None).unwrap()
     }

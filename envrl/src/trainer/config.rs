@@ -94,6 +94,19 @@ pub struct TrainerConfig {
     /// default) leaves the advantages as they are.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollout_is_cap: Option<f64>,
+    /// How many updates the policy that plays a rollout may be behind the learner that trains
+    /// on it. `0` (the default): every iteration's rollout is played by that iteration's
+    /// policy, before its update. `1`: the next iteration's rollout plays (on another thread, by
+    /// the policy or the server as it was before this update) while this iteration's update
+    /// runs — one-step off-policy, as verl's and AReaL's asynchronous modes; the old
+    /// log-probabilities are then recomputed with the learner's weights and
+    /// `rollout_is_cap` corrects for the lag. Deeper pipelines are not built.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_staleness: usize,
+}
+
+fn is_zero(value: &usize) -> bool {
+    *value == 0
 }
 
 impl Default for TrainerConfig {
@@ -139,6 +152,7 @@ impl TrainerConfig {
             rollout_weights: RolloutWeights::F32,
             recompute_old_logprobs: None,
             rollout_is_cap: None,
+            max_staleness: 0,
         }
     }
 
@@ -180,11 +194,14 @@ impl TrainerConfigBuilder {
 }
 
 impl TrainerConfig {
-    /// Whether the old log-probabilities are recomputed with the learner's weights:
-    /// `recompute_old_logprobs`, else whether the acting copy is lighter than `f32`.
+    /// Whether the old log-probabilities are recomputed with the learner's weights: always when
+    /// rollouts may be stale (`max_staleness` > 0), else `recompute_old_logprobs`, else whether
+    /// the acting copy is lighter than `f32`.
     pub fn recomputes_old_logprobs(&self) -> bool {
-        self.recompute_old_logprobs
-            .unwrap_or(self.rollout_weights != RolloutWeights::F32)
+        self.max_staleness > 0
+            || self
+                .recompute_old_logprobs
+                .unwrap_or(self.rollout_weights != RolloutWeights::F32)
     }
 
     /// A builder starting from the defaults.
@@ -248,6 +265,23 @@ impl TrainerConfig {
             return Err(Error::config(
                 "learning_rate",
                 format!("must be positive and finite, got {}", self.learning_rate),
+            ));
+        }
+        if self.max_staleness > 1 {
+            return Err(Error::config(
+                "max_staleness",
+                format!(
+                    "must be 0 (synchronous) or 1 (the next rollout plays during this update), \
+                     got {}",
+                    self.max_staleness
+                ),
+            ));
+        }
+        if self.max_staleness > 0 && self.recompute_old_logprobs == Some(false) {
+            return Err(Error::config(
+                "recompute_old_logprobs",
+                "must not be false with max_staleness 1: a stale rollout's old \
+                 log-probabilities are recomputed with the learner's weights",
             ));
         }
         if let Some(cap) = self.rollout_is_cap

@@ -55,6 +55,12 @@ pub const LOGPROB_KL: &str = "rollout/logprob_kl";
 pub const IS_WEIGHT: &str = "rollout/is_weight";
 /// Share of the response tokens whose importance weight was cut at the cap.
 pub const IS_CAPPED: &str = "rollout/is_capped";
+/// Mean number of updates between the policy that played each trajectory and the learner that
+/// trains on it (`trainer.max_staleness` > 0).
+pub const STALENESS: &str = "rollout/staleness";
+/// Seconds the learner waited, after its update, for the next iteration's rollout playing
+/// ahead (`trainer.max_staleness` 1; 0 when the rollout finished first).
+pub const ROLLOUT_WAIT_S: &str = "perf/rollout_wait_s";
 /// Seconds spent recomputing the old log-probabilities, when they are recomputed.
 pub const RECOMPUTE_S: &str = "perf/recompute_s";
 /// Seconds spent exchanging gradients and step statistics with the other ranks of a
@@ -69,7 +75,7 @@ pub const EVAL_RETURN: &str = "eval/return";
 
 /// Every fixed name above, for documentation checks. The actor loss and the critic add their
 /// own (`loss/policy`, `loss/value`, …).
-pub const ALL: [&str; 29] = [
+pub const ALL: [&str; 31] = [
     EPISODE_SUCCESS,
     EPISODE_RETURN,
     EPISODE_LENGTH,
@@ -94,6 +100,8 @@ pub const ALL: [&str; 29] = [
     LOGPROB_KL,
     IS_WEIGHT,
     IS_CAPPED,
+    STALENESS,
+    ROLLOUT_WAIT_S,
     RECOMPUTE_S,
     EXCHANGE_S,
     EXCHANGE_BYTES,

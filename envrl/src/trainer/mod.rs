@@ -32,9 +32,9 @@ pub use adamw::{AdamWKernel, AdamWStep, FusedAdamW};
 pub use behaviour_cloning::BehaviourCloning;
 #[cfg(feature = "burn")]
 pub use checkpoint::{
-    CHECKPOINT_FORMAT, CheckpointState, LoadedCheckpoint, checkpoint_name, checkpoints_to_delete,
-    latest_checkpoint, load_checkpoint, load_checkpoint_model, prune_checkpoints, read_whole,
-    save_checkpoint, settle_checkpoint, verify_checkpoint,
+    CHECKPOINT_FORMAT, CheckpointState, LoadedCheckpoint, PENDING_ROLLOUT_FILE, checkpoint_name,
+    checkpoints_to_delete, latest_checkpoint, load_checkpoint, load_checkpoint_model,
+    prune_checkpoints, read_whole, save_checkpoint, settle_checkpoint, verify_checkpoint,
 };
 pub use config::{TrainerConfig, TrainerConfigBuilder};
 #[cfg(feature = "burn")]

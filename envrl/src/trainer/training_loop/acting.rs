@@ -6,11 +6,14 @@
 //! whole batch. Each trajectory samples from its own stream, keyed by its index in the batch,
 //! so the episodes do not depend on the number of ranks.
 
+use rand::Rng;
+
+use super::rollout_job::{Acting, PlayedJob, RolloutJob};
 use super::{EVAL_SEED_OFFSET, EvalReport, Trainer};
 use crate::distributed::{GradientSync, gather, share_of};
 use crate::error::Result;
 use crate::policy::{Policy, SamplingParams};
-use crate::rollout::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots};
+use crate::rollout::{RolloutSlot, RolloutStats, grouped_slots};
 use crate::trajectory::RolloutBatch;
 
 impl<P: Policy> Trainer<P> {
@@ -51,6 +54,30 @@ impl<P: Policy> Trainer<P> {
         sampling: &SamplingParams,
         key: u64,
     ) -> Result<(RolloutBatch, RolloutStats)> {
+        let job = self.rollout_job(tasks, group_size, sampling, key)?;
+        self.finish_rollout(job.play())
+    }
+
+    /// This iteration's training rollout as a job: its tasks and key drawn from the run's
+    /// streams, played by this iteration's policy.
+    pub(super) fn training_rollout_job(&mut self) -> Result<RolloutJob<P>> {
+        let tasks = self.sample_tasks();
+        let sampling = self.config.sampling.clone();
+        // One draw of the rollout stream keys this iteration's per-trajectory streams.
+        let key: u64 = self.streams.rollout.random();
+        self.rollout_job(&tasks, self.config.group_size, &sampling, key)
+    }
+
+    /// A job that plays this rank's share of the groups of `tasks` with this iteration's
+    /// policy (published to the server first, when there is one), holding the trainer's
+    /// environments and server until [`Trainer::finish_rollout`] gives them back.
+    fn rollout_job(
+        &mut self,
+        tasks: &[u64],
+        group_size: usize,
+        sampling: &SamplingParams,
+        key: u64,
+    ) -> Result<RolloutJob<P>> {
         let (rank, size) = (self.sync.rank(), self.sync.size());
         let groups = share_of(&(0..tasks.len()), rank, size);
         let slots: Vec<RolloutSlot> = grouped_slots(tasks, group_size)
@@ -60,32 +87,42 @@ impl<P: Policy> Trainer<P> {
         while self.envs.len() < slots.len() {
             self.envs.push(self.parts.world.new_env());
         }
-        let engine = RolloutEngine {
-            tokenizer: self.parts.tokenizer.as_ref(),
-            prompt: self.parts.world.prompt.as_ref(),
-            parser: self.parts.world.parser.as_ref(),
-            sampling,
-            max_steps: self.config.max_steps,
-        };
-        let mut played = match self.server.as_mut() {
-            Some(server) => {
-                if self.served != Some(self.iteration) {
-                    let start = std::time::Instant::now();
-                    server.publish(&self.policy, self.iteration)?;
-                    self.publish_secs += start.elapsed().as_secs_f64();
-                    self.served = Some(self.iteration);
-                }
-                engine.run(server.as_ref(), &mut self.envs[..slots.len()], &slots, key)?
-            }
-            None => {
-                let acting = self.acting_copy();
-                engine.run(&acting, &mut self.envs[..slots.len()], &slots, key)?
-            }
-        };
-        for trajectory in &mut played.0.trajectories {
-            trajectory.policy_version = self.iteration;
+        if let Some(server) = self.server.as_mut()
+            && self.served != Some(self.iteration)
+        {
+            let start = std::time::Instant::now();
+            server.publish(&self.policy, self.iteration)?;
+            self.publish_secs += start.elapsed().as_secs_f64();
+            self.served = Some(self.iteration);
         }
-        gather_rollouts(self.sync.as_ref(), played)
+        let acting = match self.server.take() {
+            Some(server) => Acting::Server(server),
+            None => Acting::Local(self.acting_copy()),
+        };
+        Ok(RolloutJob {
+            tokenizer: self.parts.tokenizer.clone(),
+            prompt: self.parts.world.prompt.clone(),
+            parser: self.parts.world.parser.clone(),
+            sampling: sampling.clone(),
+            max_steps: self.config.max_steps,
+            slots,
+            key,
+            version: self.iteration,
+            envs: std::mem::take(&mut self.envs),
+            acting,
+        })
+    }
+
+    /// Takes back what a job held and gathers its rollout from every rank.
+    pub(super) fn finish_rollout(
+        &mut self,
+        played: PlayedJob<P>,
+    ) -> Result<(RolloutBatch, RolloutStats)> {
+        self.envs = played.envs;
+        if played.server.is_some() {
+            self.server = played.server;
+        }
+        gather_rollouts(self.sync.as_ref(), played.result?)
     }
 
     /// The copy of the policy that plays rollouts, in the config's `rollout_weights`.

@@ -2,13 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Trainer, adamw};
+use super::{PendingRollout, Trainer, adamw};
 use crate::error::{Error, Result};
 use crate::policy::Policy;
 use crate::trainer::crash_point::crash_point;
 use crate::trainer::{
-    CHECKPOINT_FORMAT, CheckpointState, checkpoint_name, load_checkpoint, prune_checkpoints,
-    save_checkpoint, settle_checkpoint,
+    CHECKPOINT_FORMAT, CheckpointState, PENDING_ROLLOUT_FILE, checkpoint_name, load_checkpoint,
+    prune_checkpoints, save_checkpoint, settle_checkpoint,
 };
 
 impl<P: Policy> Trainer<P> {
@@ -20,6 +20,7 @@ impl<P: Policy> Trainer<P> {
     /// # Errors
     /// [`Error::Io`] or [`Error::Checkpoint`] when it cannot be written.
     pub fn save_checkpoint(&mut self) -> Result<Option<PathBuf>> {
+        self.check_not_stopped()?;
         let Some(dir) = &self.checkpoint_dir else {
             return Ok(None);
         };
@@ -39,6 +40,11 @@ impl<P: Policy> Trainer<P> {
             optimizer_steps: self.optimizer_steps,
             streams: self.streams.clone(),
             config: serde_json::to_value(&self.config).unwrap_or_default(),
+            pending_rollout: self
+                .pending
+                .as_ref()
+                .map(PendingRollout::encode)
+                .transpose()?,
         };
         let path = save_checkpoint(
             dir,
@@ -101,6 +107,13 @@ impl<P: Policy> Trainer<P> {
         self.saved_at = Some(loaded.state.iteration);
         self.iteration = loaded.state.iteration;
         self.env_steps = loaded.state.env_steps;
+        self.stopped = None;
+        self.pending = loaded
+            .state
+            .pending_rollout
+            .as_deref()
+            .map(|bytes| PendingRollout::decode(bytes, &path.join(PENDING_ROLLOUT_FILE)))
+            .transpose()?;
         Ok(())
     }
 }

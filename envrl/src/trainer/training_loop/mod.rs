@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use burn::optim::ModuleOptimizer;
-use rand::Rng;
 
 use crate::critic::{ValueStep, ValueUpdate};
 use crate::distributed::{GradientSync, SingleProcess, gather, share_of};
@@ -25,10 +24,13 @@ mod acting;
 mod checkpointing;
 mod parts;
 mod record;
+mod rollout_job;
 
 use parts::group_size_warning;
 pub use parts::{EvalReport, TrainerParts};
 use record::{IterationRecord, Recompute, Seconds, UpdateSummary};
+pub(crate) use rollout_job::PendingRollout;
+use rollout_job::{BoxedServer, staleness};
 
 /// Evaluation uses its own RNG, derived from the run seed by this offset (verl-agent's `+1000`).
 pub const EVAL_SEED_OFFSET: u64 = 1000;
@@ -58,11 +60,25 @@ pub struct Trainer<P: Policy> {
     /// The exchange with the other ranks of a data-parallel run ([`SingleProcess`] alone).
     sync: Box<dyn GradientSync>,
     /// The inference server that samples the rollouts, when not this process.
-    server: Option<Box<dyn PolicyServer<P>>>,
+    server: Option<BoxedServer<P>>,
     /// The policy version the server holds (the iteration it was published at).
     served: Option<usize>,
     /// Seconds spent publishing policies to the server since the last iteration's record.
     publish_secs: f64,
+    /// The next iteration's rollout, played during this one's update (`max_staleness` 1).
+    pending: Option<PendingRollout>,
+    /// Why this trainer cannot go on: a rollout playing ahead failed after the update it
+    /// overlapped had changed the weights, so only a resume from a checkpoint continues exactly.
+    stopped: Option<String>,
+}
+
+/// What one iteration's learning produced, for its record.
+struct Learned {
+    learner: LearnerBatch,
+    recompute: Option<Recompute>,
+    planned_steps: usize,
+    update: UpdateSummary,
+    update_secs: f64,
 }
 
 /// AdamW with the config's weight decay (betas 0.9/0.999, ε 1e-8; clipping is global and done
@@ -136,6 +152,8 @@ impl<P: Policy> Trainer<P> {
             server: None,
             served: None,
             publish_secs: 0.0,
+            pending: None,
+            stopped: None,
         })
     }
 
@@ -158,7 +176,7 @@ impl<P: Policy> Trainer<P> {
     /// trainer publishes the policy to it before each iteration's rollout (and after a resume),
     /// and recomputes the old log-probabilities with the learner's weights, logging the mean
     /// difference from the server's (`rollout/logprob_mismatch`, over the tokens it reported).
-    pub fn with_policy_server(mut self, server: impl PolicyServer<P> + 'static) -> Self {
+    pub fn with_policy_server(mut self, server: impl PolicyServer<P> + Send + 'static) -> Self {
         self.server = Some(Box::new(server));
         self.served = None;
         self
@@ -243,23 +261,137 @@ impl<P: Policy> Trainer<P> {
     }
 
     /// Runs one iteration: act, build the learner batch, plan the optimizer steps, run them,
-    /// record the metrics.
+    /// record the metrics. With `max_staleness` 1 the rollout was played during the previous
+    /// iteration's update, and the next one plays during this one's.
     ///
     /// # Errors
-    /// [`Error::Distributed`] when the exchange with the other ranks fails (never in one
-    /// process).
+    /// [`Error::RolloutServer`] when the rollout server fails, [`Error::InvalidConfig`] when a
+    /// rollout is staler than `max_staleness`, [`Error::Distributed`] when the exchange with
+    /// the other ranks fails (never in one process).
     pub fn train_iteration(&mut self) -> Result<IterationMetrics> {
+        self.check_not_stopped()?;
         let start = Instant::now();
-        // 1. Act: this iteration's tasks, each played by a group of `group_size` rollouts.
-        let tasks = self.sample_tasks();
-        let sampling = self.config.sampling.clone();
-        // One draw of the rollout stream keys this iteration's per-trajectory streams.
-        let key: u64 = self.streams.rollout.random();
-        let (batch, stats) = self.rollout(&tasks, self.config.group_size, &sampling, key)?;
-        let rollout_secs = start.elapsed().as_secs_f64();
+        // 1. Act: this iteration's tasks, each played by a group of `group_size` rollouts —
+        // now, or ahead during the previous update.
+        let (batch, stats, rollout_secs) = match self.pending.take() {
+            Some(ahead) => (
+                RolloutBatch {
+                    trajectories: ahead.trajectories,
+                },
+                ahead.stats,
+                ahead.seconds,
+            ),
+            None => {
+                let job = self.training_rollout_job()?;
+                let (batch, stats) = self.finish_rollout(job.play())?;
+                (batch, stats, start.elapsed().as_secs_f64())
+            }
+        };
+        let stale = staleness(&batch, self.iteration);
+        if stale.1 > self.config.max_staleness {
+            return Err(Error::config(
+                "max_staleness",
+                format!(
+                    "iteration {}'s rollout has trajectories played {} updates ago; the bound \
+                     is {}",
+                    self.iteration, stale.1, self.config.max_staleness
+                ),
+            ));
+        }
 
+        // 2–4. Learn from it; the next iteration's rollout plays meanwhile when it may be stale.
+        let ahead = (self.config.max_staleness > 0 && self.iteration + 1 < self.config.iterations)
+            .then(|| self.training_rollout_job())
+            .transpose()?;
+        let (learned, waited) = match ahead {
+            None => (self.learn(&batch)?, None),
+            Some(job) => {
+                let (learned, played, waited) = std::thread::scope(|scope| {
+                    let playing = scope.spawn(move || job.play());
+                    let learned = self.learn(&batch);
+                    let waiting = Instant::now();
+                    let played = playing
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    (learned, played, waiting.elapsed().as_secs_f64())
+                });
+                let seconds = played.seconds;
+                let (next, next_stats) = self.finish_rollout(played).inspect_err(|e| {
+                    self.stopped = Some(format!(
+                        "iteration {}'s update ran, but the next rollout, playing during it, \
+                         failed ({e}); resume from the last checkpoint",
+                        self.iteration
+                    ));
+                })?;
+                self.pending = Some(PendingRollout {
+                    trajectories: next.trajectories,
+                    stats: next_stats,
+                    seconds,
+                });
+                (learned?, Some(waited))
+            }
+        };
+
+        // 5. Record.
+        self.env_steps += stats.env_steps;
+        let mut metrics = IterationRecord {
+            iteration: self.iteration,
+            env_steps: self.env_steps,
+            learning_rate: self.config.learning_rate,
+            batch: &batch,
+            stats: &stats,
+            learner: &learned.learner,
+            aux_names: self.parts.aux.iter().map(|a| a.name()).collect(),
+            unk_id: self.parts.tokenizer.unk_id(),
+            planned_steps: learned.planned_steps,
+            update: learned.update,
+            recompute: learned.recompute,
+            seconds: Seconds {
+                wall: start.elapsed().as_secs_f64(),
+                rollout: rollout_secs,
+                update: learned.update_secs,
+                publish: self
+                    .server
+                    .is_some()
+                    .then(|| std::mem::take(&mut self.publish_secs)),
+            },
+        }
+        .metrics();
+        if self.config.max_staleness > 0 {
+            metrics.set(names::STALENESS, stale.0);
+            if let Some(waited) = waited {
+                metrics.set(names::ROLLOUT_WAIT_S, waited);
+            }
+        }
+        self.warn_unknown_targets(&metrics);
+        self.iteration += 1;
+        log::info!(
+            "iteration {} success {:.3} return {:.3}",
+            metrics.iteration,
+            batch.success_rate(),
+            batch.mean_return()
+        );
+        self.last_rollout = Some(batch);
+        Ok(metrics)
+    }
+
+    /// An error when a rollout that played ahead failed after its update (the weights moved
+    /// on without the next iteration's rollout).
+    pub(super) fn check_not_stopped(&self) -> Result<()> {
+        match &self.stopped {
+            Some(why) => Err(Error::Stopped {
+                reason: why.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Steps 2–4 of an iteration on `batch`: the learner batch, the recomputed old
+    /// log-probabilities (when asked, or when another program or policy version sampled), the
+    /// plan and the optimizer steps.
+    fn learn(&mut self, batch: &RolloutBatch) -> Result<Learned> {
         // 2. The learner batch: rows, values, advantages and the objectives' examples.
-        let mut learner = self.learner_batch(&batch)?;
+        let mut learner = self.learner_batch(batch)?;
         if learner.nonfinite_rows > 0 {
             log::warn!(
                 "{} rows with non-finite advantages (rewards?) at iteration {}; \
@@ -277,9 +409,10 @@ impl<P: Policy> Trainer<P> {
         }
 
         // 2b. The old log-probabilities from the learner's weights, when asked (by default
-        // when the acting copy is lighter than the learner's).
+        // when the acting copy is lighter than the learner's, or the rollout may be stale).
         // A server's log-probabilities come from another program (and some are not reported):
-        // the learner's are the loss's.
+        // the learner's are the loss's. (While a rollout plays ahead it holds the server, and
+        // `max_staleness` > 0 recomputes anyway.)
         let recompute =
             (self.server.is_some() || self.config.recomputes_old_logprobs()).then(|| {
                 let start = Instant::now();
@@ -302,43 +435,13 @@ impl<P: Policy> Trainer<P> {
         // 4. Run the steps.
         let update_start = Instant::now();
         let update = self.run_steps(&learner, &plan)?;
-        let update_secs = update_start.elapsed().as_secs_f64();
-
-        // 5. Record.
-        self.env_steps += stats.env_steps;
-        let metrics = IterationRecord {
-            iteration: self.iteration,
-            env_steps: self.env_steps,
-            learning_rate: self.config.learning_rate,
-            batch: &batch,
-            stats: &stats,
-            learner: &learner,
-            aux_names: self.parts.aux.iter().map(|a| a.name()).collect(),
-            unk_id: self.parts.tokenizer.unk_id(),
+        Ok(Learned {
+            update_secs: update_start.elapsed().as_secs_f64(),
             planned_steps: plan.len(),
-            update,
+            learner,
             recompute,
-            seconds: Seconds {
-                wall: start.elapsed().as_secs_f64(),
-                rollout: rollout_secs,
-                update: update_secs,
-                publish: self
-                    .server
-                    .is_some()
-                    .then(|| std::mem::take(&mut self.publish_secs)),
-            },
-        }
-        .metrics();
-        self.warn_unknown_targets(&metrics);
-        self.iteration += 1;
-        log::info!(
-            "iteration {} success {:.3} return {:.3}",
-            metrics.iteration,
-            batch.success_rate(),
-            batch.mean_return()
-        );
-        self.last_rollout = Some(batch);
-        Ok(metrics)
+            update,
+        })
     }
 
     /// The rollout of the last training iteration, if one ran.
