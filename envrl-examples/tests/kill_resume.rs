@@ -81,11 +81,22 @@ fn assert_close(a: &[f64], b: &[f64]) {
 
 #[test]
 fn a_killed_and_resumed_run_equals_an_uninterrupted_one() {
+    killed_and_resumed_equals_uninterrupted(&[]);
+}
+
+/// With `max_staleness` 1 the process is killed while a rollout plays ahead or after; the
+/// checkpoint holds the rollout played ahead of its iteration, so the resumed run trains on it.
+#[test]
+fn a_killed_run_that_plays_ahead_resumes_exactly() {
+    killed_and_resumed_equals_uninterrupted(&["--set", "trainer.max_staleness=1"]);
+}
+
+fn killed_and_resumed_equals_uninterrupted(extra: &[&str]) {
     let root = tempfile::tempdir().unwrap();
     let (straight, killed) = (root.path().join("straight"), root.path().join("killed"));
-    assert!(envrl(&straight, 5, &[]).status().unwrap().success());
+    assert!(envrl(&straight, 5, extra).status().unwrap().success());
 
-    let mut child = envrl(&killed, 5, &[]).spawn().unwrap();
+    let mut child = envrl(&killed, 5, extra).spawn().unwrap();
     let checkpoint = killed.join("checkpoints/ckpt-000002");
     let start = Instant::now();
     while !checkpoint.exists() {
@@ -106,14 +117,19 @@ fn a_killed_and_resumed_run_equals_an_uninterrupted_one() {
     );
 
     // Without --resume the directory is refused, so nothing is overwritten by mistake.
-    let refused = envrl(&killed, 5, &[])
+    let refused = envrl(&killed, 5, extra)
         .stderr(Stdio::piped())
         .output()
         .unwrap();
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--resume"));
 
-    assert!(envrl(&killed, 5, &["--resume"]).status().unwrap().success());
+    assert!(
+        envrl(&killed, 5, &[extra, &["--resume"]].concat())
+            .status()
+            .unwrap()
+            .success()
+    );
     let ((killed_metrics, killed_diag), (straight_metrics, straight_diag)) =
         (metrics(&killed), metrics(&straight));
     assert_eq!(killed_metrics, straight_metrics);

@@ -136,6 +136,11 @@ pub struct ExportOptions {
     pub max_shard_bytes: u64,
     /// The context length written into the config; `None`: the base model's, else 2048.
     pub context_length: Option<usize>,
+    /// For `hf`: write a model whose output layer shares the token embedding with an output
+    /// layer of its own (`lm_head.weight`, a copy; `tie_word_embeddings: false`), the same
+    /// function. vLLM 0.32's in-place weight reload updates the embedding but leaves a tied
+    /// output layer on the old weights, so a served full fine-tune is exported this way.
+    pub untie_embeddings: bool,
 }
 
 impl ExportOptions {
@@ -147,6 +152,7 @@ impl ExportOptions {
             gguf_type: GgufType::F32,
             max_shard_bytes: 5_000_000_000,
             context_length: None,
+            untie_embeddings: false,
         }
     }
 }
@@ -325,10 +331,22 @@ impl Export<'_> {
         let context = self.context_length(options, base_gguf.as_ref());
         match options.format {
             ExportFormat::Hf => {
-                let tensors = tensors::hf_tensors(self.model)?;
+                let untie = options.untie_embeddings && self.config.tie_word_embeddings;
+                let mut tensors = tensors::hf_tensors(self.model)?;
+                if untie {
+                    tensors::untie(&mut tensors);
+                }
+                let config = LmConfig {
+                    tie_word_embeddings: self.config.tie_word_embeddings && !untie,
+                    ..self.config.clone()
+                };
+                let export = Export {
+                    config: &config,
+                    ..*self
+                };
                 hf::write_model_dir(
                     dir,
-                    self,
+                    &export,
                     &tensors,
                     options.dtype,
                     options.max_shard_bytes,

@@ -59,6 +59,23 @@ pub(crate) fn hf_tensors(model: &CausalLm) -> Result<Vec<NamedTensor>> {
         .collect()
 }
 
+/// Gives a tied model's tensors an output layer of their own: `lm_head.weight`, a copy of the
+/// token embedding (both `[vocab, hidden]` in Hugging Face's layout), last as transformers
+/// writes it. Does nothing when there is no embedding or already an output layer.
+pub(crate) fn untie(tensors: &mut Vec<NamedTensor>) {
+    const EMBEDDING: &str = "model.embed_tokens.weight";
+    if tensors.iter().any(|t| t.name == "lm_head.weight") {
+        return;
+    }
+    if let Some(embedding) = tensors.iter().find(|t| t.name == EMBEDDING) {
+        let head = NamedTensor {
+            name: "lm_head.weight".into(),
+            ..embedding.clone()
+        };
+        tensors.push(head);
+    }
+}
+
 /// A model's LoRA adapters: their rank, `alpha` (scale × rank) and the projections they adapt.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Adapters {

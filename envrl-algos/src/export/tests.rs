@@ -359,3 +359,32 @@ fn non_finite_weights_are_refused_by_name_on_export_and_on_load() {
         "{err}"
     );
 }
+
+#[test]
+fn a_tied_model_exported_untied_has_its_own_output_layer_and_the_same_logits() {
+    let tok = tokenizer();
+    let out = tempfile::tempdir().unwrap();
+    let config = tiny(true, tok.vocab_size());
+    let model = config.init(&Device::flex(), 3).unwrap();
+    let options = ExportOptions {
+        untie_embeddings: true,
+        ..ExportOptions::new(ExportFormat::Hf)
+    };
+    let dir = out.path().join("hf");
+    let report = scratch(&model, &config, &tok)
+        .write(&options, &dir)
+        .unwrap();
+    // Loaded back (and checked by the export) to the same logits.
+    assert_eq!(report.max_logit_diff, 0.0);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    assert_eq!(json["tie_word_embeddings"], serde_json::json!(false));
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let (head, embedding) = (
+        file.tensor("lm_head.weight").unwrap(),
+        file.tensor("model.embed_tokens.weight").unwrap(),
+    );
+    assert_eq!(head.shape(), embedding.shape());
+    assert_eq!(head.data(), embedding.data());
+}

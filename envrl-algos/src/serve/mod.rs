@@ -13,12 +13,13 @@
 //! server and the request.
 //!
 //! The served policy follows the learner: [`SpawnedLlamaCpp`] restarts llama.cpp on each
-//! published version's GGUF; [`AdapterServers`] loads each LoRA version into running vLLM or
-//! SGLang servers under a new adapter name; [`SpawnedVllm`] starts vLLM for it.
+//! published version's GGUF; [`LiveServers`] loads each version into running vLLM or SGLang
+//! servers — a LoRA version as an adapter under a new name, a full fine-tune's weights reloaded
+//! in place; [`SpawnedVllm`] starts vLLM for it.
 
-mod adapters;
 mod child;
 mod engine;
+mod live;
 mod llama_cpp;
 mod pool;
 mod sglang;
@@ -28,8 +29,8 @@ mod spawned_vllm;
 mod tests;
 mod vllm;
 
-pub use adapters::{AdapterServers, AdapterSync, adapter_name};
 pub use engine::{Engine, SampleRequest, ServedTokens, finish};
+pub use live::{LiveServers, PolicyFiles, version_name};
 pub use pool::{PoolConfig, ServerPool};
 pub use spawned::{SpawnConfig, SpawnedLlamaCpp};
 pub use spawned_vllm::{SpawnedVllm, VllmSpawnConfig, vllm_max_lora_rank};

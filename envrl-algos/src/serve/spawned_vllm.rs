@@ -1,5 +1,6 @@
-//! [`SpawnedVllm`]: a vLLM server that envrl starts on the base model and that loads each
-//! published LoRA policy as a new adapter.
+//! [`SpawnedVllm`]: a vLLM server that envrl starts on the base model and that takes each
+//! published policy while it runs (a LoRA version as a new adapter, a full fine-tune's weights
+//! reloaded in place).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -11,8 +12,8 @@ use envrl::{Generation, PolicyServer, Sampler, SamplingParams};
 use rand_chacha::ChaCha8Rng;
 use tempfile::TempDir;
 
-use super::adapters::{AdapterServers, AdapterSync};
 use super::child::{ChildServer, check_python, free_port};
+use super::live::{LiveServers, PolicyFiles};
 use super::pool::server_error;
 use super::{Engine, PoolConfig, ServerPool};
 use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
@@ -30,7 +31,7 @@ pub struct VllmSpawnConfig {
     /// The pretrained `.gguf` or Hugging Face directory the LoRA run started from: exported
     /// once as the Hugging Face directory vLLM serves.
     pub base_model: PathBuf,
-    /// The run's LoRA rank.
+    /// The run's LoRA rank (0: a full fine-tune, whose weights are reloaded).
     pub lora_rank: usize,
     /// CPU threads of the server (`OMP_NUM_THREADS`).
     pub threads: usize,
@@ -54,12 +55,14 @@ fn spawn_error(reason: impl Into<String>) -> envrl::Error {
     server_error("spawn:vllm", reason)
 }
 
-/// A vLLM server started by envrl on the base model's Hugging Face export, with run-time
-/// LoRA loading on: each [`PolicyServer::publish`] loads the policy's adapter under a new name
-/// ([`AdapterServers`]). Only LoRA runs: a full fine-tune would need a restart per version.
-/// The server (and its engine processes) stop when this is dropped.
+/// A vLLM server started by envrl on the base model's Hugging Face export (with an output layer
+/// of its own, so that a reload reaches it: [`ExportOptions::untie_embeddings`]): each
+/// [`PolicyServer::publish`] loads a LoRA policy's adapter under a new name, or reloads a full
+/// fine-tune's weights in place ([`LiveServers`]; the server runs with run-time LoRA loading
+/// for LoRA runs and `VLLM_SERVER_DEV_MODE=1`, which opens the reload route). The server (and
+/// its engine processes) stop when this is dropped.
 pub struct SpawnedVllm {
-    servers: AdapterServers,
+    servers: LiveServers,
     _server: ChildServer,
     dir: TempDir,
 }
@@ -101,7 +104,13 @@ impl SpawnedVllm {
             base_model: Some(&spawn.base_model),
             name: "envrl-base",
         }
-        .write(&ExportOptions::new(ExportFormat::Hf), &base_dir)
+        .write(
+            &ExportOptions {
+                untie_embeddings: true,
+                ..ExportOptions::new(ExportFormat::Hf)
+            },
+            &base_dir,
+        )
         .map_err(|e| spawn_error(format!("exporting the base model: {e}")))?;
         drop(base);
 
@@ -111,28 +120,33 @@ impl SpawnedVllm {
             .args(["-m", "vllm.entrypoints.openai.api_server", "--model"])
             .arg(&base_dir)
             .args(["--served-model-name", "envrl-base", "--dtype", "float32"])
-            .args(["--enable-lora", "--max-loras", "2", "--max-lora-rank"])
-            .arg(vllm_max_lora_rank(spawn.lora_rank).to_string())
             .args(["--max-model-len", &spawn.max_model_len.to_string()])
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["--seed", "0", "--disable-log-stats"])
-            .env("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "1")
+            .env("VLLM_SERVER_DEV_MODE", "1")
             .env("VLLM_CPU_KVCACHE_SPACE", "1")
             .env("VLLM_CPU_OMP_THREADS_BIND", "nobind")
             .env("OMP_NUM_THREADS", spawn.threads.to_string());
+        if spawn.lora_rank > 0 {
+            command
+                .args(["--enable-lora", "--max-loras", "2", "--max-lora-rank"])
+                .arg(vllm_max_lora_rank(spawn.lora_rank).to_string())
+                .env("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "1");
+        }
         let log = dir.path().join("server.log");
         let server =
             ChildServer::start(command, port, &log, spawn.start_timeout).map_err(spawn_error)?;
         let mut pool = PoolConfig::new(vec![server.url.clone()], spawn.config.vocab_size);
         pool.engine = Some(Engine::Vllm);
         pool.in_flight = spawn.in_flight;
-        let servers = AdapterServers::new(
+        let servers = LiveServers::new(
             ServerPool::connect(pool)?,
-            AdapterSync {
-                dir: dir.path().join("adapters"),
+            PolicyFiles {
+                dir: dir.path().join("versions"),
                 config: spawn.config,
                 tokenizer: spawn.tokenizer,
                 base_model: base_dir,
+                untie_embeddings: true,
             },
         )?;
         Ok(Self {
@@ -142,7 +156,7 @@ impl SpawnedVllm {
         })
     }
 
-    /// Seconds the last publish took (adapter export and load).
+    /// Seconds the last publish took (export and load).
     pub fn last_publish_s(&self) -> f64 {
         self.servers.last_publish_s
     }
@@ -162,12 +176,6 @@ impl Sampler for SpawnedVllm {
 
 impl PolicyServer<CausalLm> for SpawnedVllm {
     fn publish(&mut self, policy: &CausalLm, version: usize) -> envrl::Result<()> {
-        if policy.adapter_parameters() == 0 {
-            return Err(spawn_error(
-                "spawn:vllm follows LoRA runs (it loads each version as an adapter); a full \
-                 fine-tune needs `spawn:llama-cpp`, which restarts on each version",
-            ));
-        }
         self.servers.publish(policy, version)
     }
 }

@@ -235,21 +235,17 @@ fn adapter_server(
     (url, handle)
 }
 
-#[test]
-fn each_version_is_loaded_under_its_own_name_and_a_refused_load_is_named() {
-    use envrl::PolicyServer;
-
-    use super::{AdapterServers, AdapterSync};
+/// A tiny base model on disk as a pretrained one is, the policy loaded from it (no LoRA) and
+/// where its versions are written.
+fn tiny_policy_files(dir: &std::path::Path) -> (crate::CausalLm, super::PolicyFiles) {
     use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
     use crate::{CausalLm, HfTokenizer, LmConfig, WordTokenizer};
 
-    // A tiny base model on disk as a pretrained one is, and a LoRA policy on it.
-    let dir = tempfile::tempdir().unwrap();
     let words = WordTokenizer::from_corpus(["go to the shelf 1", "take the apple from shelf 1"]);
     let config = LmConfig::tiny(envrl::Tokenizer::vocab_size(&words));
     let device = burn::tensor::Device::flex();
     let base = config.init(&device, 0).unwrap();
-    let base_dir = dir.path().join("base");
+    let base_dir = dir.join("base");
     Export {
         model: &base,
         config: &config,
@@ -259,28 +255,41 @@ fn each_version_is_loaded_under_its_own_name_and_a_refused_load_is_named() {
     }
     .write(&ExportOptions::new(ExportFormat::Hf), &base_dir)
     .unwrap();
-    let policy = CausalLm::from_hf_dir(&base_dir, &device)
-        .unwrap()
-        .0
-        .with_lora(4, 8.0, 0);
-    let sync = AdapterSync {
-        dir: dir.path().join("adapters"),
-        config: config.clone(),
+    let policy = CausalLm::from_hf_dir(&base_dir, &device).unwrap().0;
+    let files = super::PolicyFiles {
+        dir: dir.join("versions"),
+        config,
         tokenizer: std::sync::Arc::new(HfTokenizer::from_dir(&base_dir).unwrap()),
-        base_model: base_dir.clone(),
+        base_model: base_dir,
+        untie_embeddings: false,
     };
-    let connect = |urls: Vec<String>| {
-        let mut config = PoolConfig::new(urls, 100);
-        config.engine = Some(Engine::Vllm);
-        config.timeout = Duration::from_secs(5);
-        ServerPool::connect(config).unwrap()
-    };
+    (policy, files)
+}
+
+/// A pool of vLLM servers at `urls`.
+fn vllm_pool(urls: Vec<String>) -> ServerPool {
+    let mut config = PoolConfig::new(urls, 100);
+    config.engine = Some(Engine::Vllm);
+    config.timeout = Duration::from_secs(5);
+    ServerPool::connect(config).unwrap()
+}
+
+#[test]
+fn each_version_is_loaded_under_its_own_name_and_a_refused_load_is_named() {
+    use envrl::PolicyServer;
+
+    use super::LiveServers;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (base, sync) = tiny_policy_files(dir.path());
+    let policy = base.with_lora(4, 8.0, 0);
+    let connect = vllm_pool;
 
     // Two servers: one loads, one refuses; each asked to load v0, load v1, unload v0.
     let (tx, rx) = std::sync::mpsc::channel();
     let (good, good_server) = adapter_server(200, 3, tx.clone());
     let (bad, bad_server) = adapter_server(404, 3, tx);
-    let mut servers = AdapterServers::new(connect(vec![good, bad]), sync.clone()).unwrap();
+    let mut servers = LiveServers::new(connect(vec![good, bad]), sync.clone()).unwrap();
     servers.publish(&policy, 0).unwrap();
     assert_eq!(servers.served(), Some("envrl-v0"));
     servers.publish(&policy, 1).unwrap();
@@ -307,11 +316,11 @@ fn each_version_is_loaded_under_its_own_name_and_a_refused_load_is_named() {
     let (tx, _rx) = std::sync::mpsc::channel();
     let (a, a_server) = adapter_server(404, 1, tx.clone());
     let (b, b_server) = adapter_server(500, 1, tx);
-    let mut servers =
-        AdapterServers::new(connect(vec![a.clone(), b.clone()]), sync.clone()).unwrap();
+    let mut servers = LiveServers::new(connect(vec![a.clone(), b.clone()]), sync.clone()).unwrap();
     let err = servers.publish(&policy, 0).unwrap_err().to_string();
     assert!(
-        err.contains("no server loaded policy version 0")
+        err.contains("policy version 0 from")
+            && err.contains("was not taken")
             && err.contains(&format!("{a}: HTTP 404"))
             && err.contains(&format!("{b}: HTTP 500")),
         "{err}"
@@ -322,11 +331,91 @@ fn each_version_is_loaded_under_its_own_name_and_a_refused_load_is_named() {
 
     // llama.cpp cannot load adapters while it runs: refused when the servers are given.
     let (url, _server) = serve(Answer::Good, 1);
-    let err = AdapterServers::new(pool(vec![url]), sync)
+    let err = LiveServers::new(pool(vec![url]), sync)
         .unwrap_err()
         .to_string();
     assert!(
         err.contains("cannot load a new policy while it runs"),
         "{err}"
     );
+}
+
+#[test]
+fn a_full_fine_tune_is_reloaded_by_every_server_or_refused() {
+    use envrl::PolicyServer;
+
+    use super::LiveServers;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (policy, files) = tiny_policy_files(dir.path());
+    // Two servers that reload: each asked to reload v0 then v1 from its directory, and to drop
+    // its prefix cache after each.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (a, a_server) = adapter_server(200, 4, tx.clone());
+    let (b, b_server) = adapter_server(200, 4, tx);
+    let mut servers = LiveServers::new(vllm_pool(vec![a, b]), files.clone()).unwrap();
+    servers.publish(&policy, 0).unwrap();
+    assert!(files.dir.join("envrl-v0/config.json").exists());
+    servers.publish(&policy, 1).unwrap();
+    assert_eq!(servers.served(), Some("envrl-v1"));
+    a_server.join().unwrap();
+    b_server.join().unwrap();
+    let seen: Vec<(String, String)> = rx.try_iter().collect();
+    let routes: Vec<&str> = seen.iter().map(|(route, _)| route.as_str()).collect();
+    assert_eq!(
+        routes.iter().filter(|r| **r == "/collective_rpc").count(),
+        4,
+        "{seen:?}"
+    );
+    assert_eq!(
+        routes
+            .iter()
+            .filter(|r| **r == "/reset_prefix_cache")
+            .count(),
+        4
+    );
+    let v1 = files.dir.join("envrl-v1");
+    assert!(seen.iter().any(|(route, body)| {
+        route == "/collective_rpc"
+            && body.contains(r#""method":"reload_weights""#)
+            && body.contains(&*v1.to_string_lossy())
+    }));
+    assert!(v1.join("model.safetensors").exists());
+    assert!(!files.dir.join("envrl-v0").exists());
+
+    // One server of two does not reload: the publish fails (it would answer from the old
+    // weights as if they were the new ones), naming it.
+    let (tx, _rx) = std::sync::mpsc::channel();
+    let (good, good_server) = adapter_server(200, 2, tx.clone());
+    let (bad, bad_server) = adapter_server(500, 1, tx);
+    let mut servers = LiveServers::new(vllm_pool(vec![good, bad.clone()]), files).unwrap();
+    let err = servers.publish(&policy, 2).unwrap_err().to_string();
+    assert!(
+        err.contains("policy version 2") && err.contains(&format!("{bad}: HTTP 500")),
+        "{err}"
+    );
+    assert_eq!(servers.served(), None);
+    good_server.join().unwrap();
+    bad_server.join().unwrap();
+}
+
+#[test]
+fn each_engine_reloads_full_weights_by_its_own_route() {
+    let path = "/shared/envrl-v3";
+    let vllm = Engine::Vllm.reload_requests(path).unwrap();
+    assert_eq!(vllm[0].0, "/collective_rpc");
+    assert_eq!(
+        vllm[0].1,
+        serde_json::json!({"method": "reload_weights", "kwargs": {"weights_path": path}})
+    );
+    assert_eq!(vllm[1].0, "/reset_prefix_cache");
+    let sglang = Engine::Sglang.reload_requests(path).unwrap();
+    assert_eq!(
+        sglang,
+        vec![(
+            "/update_weights_from_disk",
+            serde_json::json!({"model_path": path})
+        )]
+    );
+    assert!(Engine::LlamaCpp.reload_requests(path).is_none());
 }

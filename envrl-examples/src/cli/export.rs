@@ -29,11 +29,40 @@ pub struct ExportArgs {
     /// Storage of gguf matrices: f32 (exact), f16 or q8_0 [default: f32].
     #[arg(long, value_parser = |s: &str| s.parse::<GgufType>())]
     quant: Option<GgufType>,
+    /// For hf: give a model whose output layer shares the token embedding an output layer of
+    /// its own (the same function), as a vLLM server must serve for envrl to reload a full
+    /// fine-tune into it.
+    #[arg(long)]
+    untie_embeddings: bool,
 }
 
-/// `--dtype` applies to hf and peft exports, `--quant` to gguf: the other is refused rather than
-/// ignored.
-fn check_flags(format: ExportFormat, dtype: bool, quant: bool) -> Result<()> {
+/// Which format-specific flags were given.
+#[derive(Debug, Clone, Copy, Default)]
+struct FormatFlags {
+    dtype: bool,
+    quant: bool,
+    untie: bool,
+}
+
+/// `--dtype` applies to hf and peft exports, `--quant` to gguf, `--untie-embeddings` to hf: the
+/// others are refused rather than ignored.
+fn check_flags(format: ExportFormat, flags: FormatFlags) -> Result<()> {
+    let FormatFlags {
+        dtype,
+        quant,
+        untie,
+    } = flags;
+    if untie && format != ExportFormat::Hf {
+        anyhow::bail!(
+            "--untie-embeddings writes an hf directory with an output layer of its own; {} \
+             exports keep the model's layout",
+            if format == ExportFormat::Peft {
+                "peft"
+            } else {
+                "gguf"
+            }
+        );
+    }
     match format {
         ExportFormat::Gguf if dtype => anyhow::bail!(
             "--dtype sets the float type of hf and peft weights; a gguf export stores its \
@@ -58,7 +87,12 @@ impl ExportArgs {
     /// # Errors
     /// As [`crate::run::export_run`].
     pub fn run(self) -> Result<()> {
-        check_flags(self.format, self.dtype.is_some(), self.quant.is_some())?;
+        let flags = FormatFlags {
+            dtype: self.dtype.is_some(),
+            quant: self.quant.is_some(),
+            untie: self.untie_embeddings,
+        };
+        check_flags(self.format, flags)?;
         let options = ExportOptions {
             dtype: match self.dtype.unwrap_or(DType::F32) {
                 DType::F32 => WeightDtype::F32,
@@ -66,6 +100,7 @@ impl ExportArgs {
                 DType::F16 => WeightDtype::F16,
             },
             gguf_type: self.quant.unwrap_or(GgufType::F32),
+            untie_embeddings: self.untie_embeddings,
             ..ExportOptions::new(self.format)
         };
         let report = crate::run::export_run(
@@ -93,13 +128,23 @@ mod tests {
 
     #[test]
     fn a_flag_of_the_other_format_is_refused_not_ignored() {
-        let err = check_flags(ExportFormat::Gguf, true, false).unwrap_err();
+        let flags = |dtype, quant, untie| FormatFlags {
+            dtype,
+            quant,
+            untie,
+        };
+        let err = check_flags(ExportFormat::Gguf, flags(true, false, false)).unwrap_err();
         assert!(err.to_string().contains("--quant"), "{err}");
         for format in [ExportFormat::Hf, ExportFormat::Peft] {
-            let err = check_flags(format, false, true).unwrap_err();
+            let err = check_flags(format, flags(false, true, false)).unwrap_err();
             assert!(err.to_string().contains("--dtype"), "{err}");
-            assert!(check_flags(format, true, false).is_ok());
+            assert!(check_flags(format, flags(true, false, false)).is_ok());
         }
-        assert!(check_flags(ExportFormat::Gguf, false, true).is_ok());
+        assert!(check_flags(ExportFormat::Gguf, flags(false, true, false)).is_ok());
+        assert!(check_flags(ExportFormat::Hf, flags(true, false, true)).is_ok());
+        for format in [ExportFormat::Peft, ExportFormat::Gguf] {
+            let err = check_flags(format, flags(false, false, true)).unwrap_err();
+            assert!(err.to_string().contains("--untie-embeddings"), "{err}");
+        }
     }
 }

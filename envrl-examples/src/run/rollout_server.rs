@@ -1,8 +1,8 @@
 //! `[rollout] server = …`: the run's rollouts sampled by an inference server that follows the
 //! trained policy — `spawn:llama-cpp` (started by envrl, restarted with each version),
-//! `spawn:vllm` (started by envrl, each LoRA version loaded as an adapter), or the addresses of
-//! vLLM or SGLang servers the user runs (each LoRA version written under `adapter_dir` and
-//! loaded by every server).
+//! `spawn:vllm` (started by envrl, each version loaded while it runs: a LoRA adapter, or a full
+//! fine-tune's weights), or the addresses of vLLM or SGLang servers the user runs (each version
+//! written under `policy_dir` and loaded by every server).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
 use envrl::{Generation, PolicyServer, Sampler, SamplingParams};
 use envrl_algos::serve::{
-    AdapterServers, AdapterSync, PoolConfig, ServerPool, SpawnConfig, SpawnedLlamaCpp, SpawnedVllm,
+    LiveServers, PolicyFiles, PoolConfig, ServerPool, SpawnConfig, SpawnedLlamaCpp, SpawnedVllm,
     VllmSpawnConfig,
 };
 use envrl_algos::{CausalLm, Pretrained};
@@ -28,8 +28,9 @@ pub struct RolloutConfig {
     /// `None`: in this process (the default); `spawn:llama-cpp`: a llama.cpp server envrl
     /// starts from the `xllamacpp` wheel and restarts with each published policy;
     /// `spawn:vllm`: a vLLM server envrl starts on the base model, loading each LoRA version
-    /// as an adapter; `http://host:port[,http://…]`: vLLM or SGLang servers the user runs
-    /// (LoRA runs; each version is written under `adapter_dir` and loaded by every server).
+    /// as an adapter or reloading a full fine-tune's weights; `http://host:port[,http://…]`:
+    /// vLLM or SGLang servers the user runs (each version is written under `policy_dir` and
+    /// loaded by every server).
     pub server: Option<String>,
     /// The Python interpreter of a spawned server [default: `$ENVRL_LLAMA_PYTHON` or
     /// `$ENVRL_VLLM_PYTHON`, else `~/.cache/envrl-tools/{llama,vllm}-venv/bin/python`, where
@@ -39,9 +40,9 @@ pub struct RolloutConfig {
     pub threads: Option<usize>,
     /// Requests in flight per server [default: 4].
     pub parallel: Option<usize>,
-    /// Where the adapters of servers given by address are written: a directory every server
-    /// reads at the same path.
-    pub adapter_dir: Option<PathBuf>,
+    /// Where the policy versions (adapters or full weights) of servers given by address are
+    /// written: a directory every server reads at the same path.
+    pub policy_dir: Option<PathBuf>,
 }
 
 impl RolloutConfig {
@@ -61,8 +62,8 @@ impl RolloutConfig {
     pub(crate) fn describe(&self) -> Option<String> {
         Some(match self.server.as_deref()? {
             "spawn:llama-cpp" => "llama.cpp's server, restarted with each policy".into(),
-            "spawn:vllm" => "vLLM, each policy version loaded as a LoRA adapter".into(),
-            urls => format!("{urls}, each policy version loaded as a LoRA adapter"),
+            "spawn:vllm" => "vLLM, each policy version loaded while it runs".into(),
+            urls => format!("{urls}, each policy version loaded while they run"),
         })
     }
 }
@@ -72,7 +73,7 @@ impl RolloutConfig {
 pub(crate) enum RolloutServer {
     LlamaCpp(SpawnedLlamaCpp),
     Vllm(SpawnedVllm),
-    Adapters(AdapterServers),
+    Adapters(LiveServers),
 }
 
 impl Sampler for RolloutServer {
@@ -120,17 +121,17 @@ enum ServerChoice {
     /// Servers the user runs, by address, and where their adapters are written.
     Urls {
         urls: Vec<String>,
-        adapter_dir: PathBuf,
+        policy_dir: PathBuf,
     },
 }
 
 impl ServerChoice {
-    /// Reads `rollout.server` (and `rollout.adapter_dir`, which servers given by address need).
+    /// Reads `rollout.server` (and `rollout.policy_dir`, which servers given by address need).
     ///
     /// # Errors
     /// An unknown `spawn:` engine, an item that is not an `http(s)://` address, or addresses
-    /// without `adapter_dir`.
-    fn parse(server: &str, adapter_dir: Option<&Path>) -> Result<Self> {
+    /// without `policy_dir`.
+    fn parse(server: &str, policy_dir: Option<&Path>) -> Result<Self> {
         match server {
             "spawn:llama-cpp" => return Ok(Self::SpawnLlamaCpp),
             "spawn:vllm" => return Ok(Self::SpawnVllm),
@@ -149,15 +150,15 @@ impl ServerChoice {
                  address"
             );
         }
-        let Some(adapter_dir) = adapter_dir else {
+        let Some(policy_dir) = policy_dir else {
             bail!(
-                "rollout.server = {server:?}: set rollout.adapter_dir, a directory the servers \
+                "rollout.server = {server:?}: set rollout.policy_dir, a directory the servers \
                  read at the same path, for the policy versions' adapters"
             );
         };
         Ok(Self::Urls {
             urls,
-            adapter_dir: adapter_dir.to_path_buf(),
+            policy_dir: policy_dir.to_path_buf(),
         })
     }
 }
@@ -167,20 +168,14 @@ impl ServerChoice {
 /// # Errors
 /// An unknown `rollout.server`, a model the engines cannot serve (the tiny model's word
 /// tokenizer has no llama.cpp vocabulary type), an adapter server without a LoRA run or
-/// without `adapter_dir`, an interpreter without the engine, or a server that does not start.
+/// without `policy_dir`, an interpreter without the engine, or a server that does not start.
 pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>> {
     let rollout = &config.rollout;
     let Some(server) = rollout.server.as_deref() else {
         return Ok(None);
     };
-    let choice = ServerChoice::parse(server, rollout.adapter_dir.as_deref())?;
+    let choice = ServerChoice::parse(server, rollout.policy_dir.as_deref())?;
     let path = pretrained_path(config, server)?;
-    if choice != ServerChoice::SpawnLlamaCpp && config.lora.rank == 0 {
-        bail!(
-            "rollout.server = {server:?} loads each policy version as a LoRA adapter: set \
-             lora.rank (or use spawn:llama-cpp, which restarts on each version)"
-        );
-    }
     let pretrained = Pretrained::load(path, &Device::flex())
         .with_context(|| format!("reading {}'s tokenizer and architecture", path.display()))?;
     let tokenizer = Arc::new(pretrained.tokenizer);
@@ -209,16 +204,19 @@ pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>>
             max_model_len: 4096,
             start_timeout: Duration::from_secs(900),
         })?),
-        ServerChoice::Urls { urls, adapter_dir } => {
+        ServerChoice::Urls { urls, policy_dir } => {
             let mut pool = PoolConfig::new(urls, pretrained.config.vocab_size);
             pool.in_flight = parallel;
-            RolloutServer::Adapters(AdapterServers::new(
+            RolloutServer::Adapters(LiveServers::new(
                 ServerPool::connect(pool)?,
-                AdapterSync {
-                    dir: adapter_dir,
+                PolicyFiles {
+                    dir: policy_dir,
                     config: pretrained.config,
                     tokenizer,
                     base_model: path.to_path_buf(),
+                    // vLLM reloads a full fine-tune's output layer only when it has its own
+                    // (the server must serve an untied export: docs/rollout-servers.md).
+                    untie_embeddings: true,
                 },
             )?)
         }
@@ -240,7 +238,7 @@ mod tests {
             ServerChoice::parse("http://a:8000, https://b:8000", Some(dir)).unwrap(),
             ServerChoice::Urls {
                 urls: vec!["http://a:8000".into(), "https://b:8000".into()],
-                adapter_dir: dir.to_path_buf(),
+                policy_dir: dir.to_path_buf(),
             }
         );
         let err = ServerChoice::parse("spawn:sglang", None)
@@ -254,6 +252,6 @@ mod tests {
         let err = ServerChoice::parse("http://a:8000", None)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("set rollout.adapter_dir"), "{err}");
+        assert!(err.contains("set rollout.policy_dir"), "{err}");
     }
 }
