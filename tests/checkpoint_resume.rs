@@ -155,7 +155,7 @@ fn a_checkpoint_with_non_finite_weights_is_refused_naming_the_tensor() {
         optimizer_steps: 0,
         streams: envrl::RunStreams::new(0, std::iter::empty()),
         config: serde_json::Value::Null,
-        pending_rollout: None,
+        files: Default::default(),
     };
     let optimizer = envrl::FusedAdamW::new(1e-8, 0.0).init();
     let path =

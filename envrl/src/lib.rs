@@ -74,10 +74,11 @@ pub use schedule::Schedule;
 pub use trainer::{
     AdamWKernel, AdamWStep, BehaviourCloning, CHECKPOINT_FORMAT, CHECKPOINT_STEPS, CRASH_AT_VAR,
     CheckpointState, EVAL_SEED_OFFSET, EvalReport, FusedAdamW, LoadedCheckpoint,
-    PENDING_ROLLOUT_FILE, PolicyLoss, PolicyLossInput, PolicyLossOutput, Trainer, TrainerParts,
-    checkpoint_name, checkpoints_to_delete, clip_global_grad_norm, first_non_finite,
-    global_grad_norm, latest_checkpoint, load_checkpoint, load_checkpoint_model, pad_rows,
-    prune_checkpoints, read_whole, save_checkpoint, settle_checkpoint, verify_checkpoint,
+    PENDING_ROLLOUT_FILE, PolicyLoss, PolicyLossInput, PolicyLossOutput, START_WEIGHTS_FILE,
+    TrainableWeights, Trainer, TrainerParts, WeightDistance, checkpoint_name,
+    checkpoints_to_delete, clip_global_grad_norm, first_non_finite, global_grad_norm,
+    latest_checkpoint, load_checkpoint, load_checkpoint_model, pad_rows, prune_checkpoints,
+    read_whole, save_checkpoint, settle_checkpoint, verify_checkpoint,
 };
 pub use trainer::{
     AuxStream, IterationMetrics, JsonlSink, LossAggregation, MetricsSink, RunStreams,

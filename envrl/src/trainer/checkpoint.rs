@@ -32,6 +32,11 @@ const MANIFEST_FILE: &str = "manifest.json";
 /// The file of a checkpoint that holds the next iteration's rollout when it was played ahead
 /// (`max_staleness` 1), in MessagePack.
 pub const PENDING_ROLLOUT_FILE: &str = "pending_rollout.msgpack";
+/// The file of a checkpoint that holds the trainable weights the run started from (for
+/// `policy/weight_distance`), in MessagePack.
+pub const START_WEIGHTS_FILE: &str = "start_weights.msgpack";
+/// The trainer's own files of a checkpoint besides the state, read back when present.
+const TRAINER_FILES: [&str; 2] = [PENDING_ROLLOUT_FILE, START_WEIGHTS_FILE];
 
 /// The SHA-256 of every file of a checkpoint directory, by file name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,10 +61,11 @@ pub struct CheckpointState {
     pub streams: RunStreams,
     /// The trainer config of the run.
     pub config: serde_json::Value,
-    /// The next iteration's rollout, already played while this iteration trained (a run with
-    /// `max_staleness` 1), encoded: written to [`PENDING_ROLLOUT_FILE`], not to `state.json`.
+    /// Files the trainer keeps beside the state, by name, encoded: the next iteration's
+    /// rollout when it was played ahead ([`PENDING_ROLLOUT_FILE`]) and the trainable weights the
+    /// run started from ([`START_WEIGHTS_FILE`]). Not part of `state.json`.
     #[serde(skip)]
-    pub pending_rollout: Option<Vec<u8>>,
+    pub files: BTreeMap<String, Vec<u8>>,
 }
 
 /// The directory name of the checkpoint after `iteration` iterations.
@@ -157,8 +163,8 @@ fn write_files<M: Module>(
         reason: e.to_string(),
     })?;
     std::fs::write(&state_path, json).map_err(|e| Error::io(&state_path, e))?;
-    if let Some(bytes) = &state.pending_rollout {
-        let path = tmp.join(PENDING_ROLLOUT_FILE);
+    for (name, bytes) in &state.files {
+        let path = tmp.join(name);
         std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;
     }
     crash_point("checkpoint-state-written");
@@ -341,8 +347,10 @@ pub fn load_checkpoint<M: Module>(
     let mut state: CheckpointState =
         serde_json::from_value(value).map_err(|e| fail(STATE_FILE, e.to_string()))?;
     let read = |file: &str| read_whole(&path.join(file)).map_err(|e| fail(file, e.to_string()));
-    if path.join(PENDING_ROLLOUT_FILE).exists() {
-        state.pending_rollout = Some(read(PENDING_ROLLOUT_FILE)?.to_vec());
+    for name in TRAINER_FILES {
+        if path.join(name).exists() {
+            state.files.insert(name.into(), read(name)?.to_vec());
+        }
     }
     let reference = if path.join(REFERENCE_FILE).exists() {
         Some(load_module(path, REFERENCE_FILE, model.clone())?)
@@ -569,7 +577,7 @@ mod tests {
             optimizer_steps: 0,
             streams: RunStreams::new(0, []),
             config: serde_json::Value::Null,
-            pending_rollout: None,
+            files: BTreeMap::new(),
         };
         save_checkpoint(dir, &state, &model, None, &optimizer, None).unwrap()
     }

@@ -55,6 +55,11 @@ pub const LOGPROB_KL: &str = "rollout/logprob_kl";
 pub const IS_WEIGHT: &str = "rollout/is_weight";
 /// Share of the response tokens whose importance weight was cut at the cap.
 pub const IS_CAPPED: &str = "rollout/is_capped";
+/// `‖θ − θ₀‖`: how far the trainable weights (a LoRA run's adapters, else every weight) have
+/// moved from where the run started, after this iteration's update.
+pub const WEIGHT_DISTANCE: &str = "policy/weight_distance";
+/// `‖θ − θ₀‖ / ‖θ₀‖` (absent when `θ₀` is all zeros).
+pub const WEIGHT_DISTANCE_REL: &str = "policy/weight_distance_rel";
 /// Mean number of updates between the policy that played each trajectory and the learner that
 /// trains on it (`trainer.max_staleness` > 0).
 pub const STALENESS: &str = "rollout/staleness";
@@ -75,7 +80,7 @@ pub const EVAL_RETURN: &str = "eval/return";
 
 /// Every fixed name above, for documentation checks. The actor loss and the critic add their
 /// own (`loss/policy`, `loss/value`, …).
-pub const ALL: [&str; 31] = [
+pub const ALL: [&str; 33] = [
     EPISODE_SUCCESS,
     EPISODE_RETURN,
     EPISODE_LENGTH,
@@ -102,6 +107,8 @@ pub const ALL: [&str; 31] = [
     IS_CAPPED,
     STALENESS,
     ROLLOUT_WAIT_S,
+    WEIGHT_DISTANCE,
+    WEIGHT_DISTANCE_REL,
     RECOMPUTE_S,
     EXCHANGE_S,
     EXCHANGE_BYTES,

@@ -27,14 +27,17 @@ mod streams;
 #[cfg(feature = "burn")]
 mod training_loop;
 #[cfg(feature = "burn")]
+mod weight_distance;
+#[cfg(feature = "burn")]
 pub use adamw::{AdamWKernel, AdamWStep, FusedAdamW};
 #[cfg(feature = "burn")]
 pub use behaviour_cloning::BehaviourCloning;
 #[cfg(feature = "burn")]
 pub use checkpoint::{
-    CHECKPOINT_FORMAT, CheckpointState, LoadedCheckpoint, PENDING_ROLLOUT_FILE, checkpoint_name,
-    checkpoints_to_delete, latest_checkpoint, load_checkpoint, load_checkpoint_model,
-    prune_checkpoints, read_whole, save_checkpoint, settle_checkpoint, verify_checkpoint,
+    CHECKPOINT_FORMAT, CheckpointState, LoadedCheckpoint, PENDING_ROLLOUT_FILE, START_WEIGHTS_FILE,
+    checkpoint_name, checkpoints_to_delete, latest_checkpoint, load_checkpoint,
+    load_checkpoint_model, prune_checkpoints, read_whole, save_checkpoint, settle_checkpoint,
+    verify_checkpoint,
 };
 pub use config::{TrainerConfig, TrainerConfigBuilder};
 #[cfg(feature = "burn")]
@@ -58,3 +61,5 @@ pub use policy_loss::{PolicyLoss, PolicyLossInput, PolicyLossOutput};
 pub use streams::{AuxStream, RunStreams};
 #[cfg(feature = "burn")]
 pub use training_loop::{EVAL_SEED_OFFSET, EvalReport, Trainer, TrainerParts};
+#[cfg(feature = "burn")]
+pub use weight_distance::{TrainableWeights, WeightDistance};

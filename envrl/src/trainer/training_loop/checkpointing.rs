@@ -1,5 +1,6 @@
 //! Saving and restoring a [`Trainer`]'s whole state.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{PendingRollout, Trainer, adamw};
@@ -7,8 +8,8 @@ use crate::error::{Error, Result};
 use crate::policy::Policy;
 use crate::trainer::crash_point::crash_point;
 use crate::trainer::{
-    CHECKPOINT_FORMAT, CheckpointState, PENDING_ROLLOUT_FILE, checkpoint_name, load_checkpoint,
-    prune_checkpoints, save_checkpoint, settle_checkpoint,
+    CHECKPOINT_FORMAT, CheckpointState, PENDING_ROLLOUT_FILE, START_WEIGHTS_FILE, TrainableWeights,
+    checkpoint_name, load_checkpoint, prune_checkpoints, save_checkpoint, settle_checkpoint,
 };
 
 impl<P: Policy> Trainer<P> {
@@ -40,11 +41,7 @@ impl<P: Policy> Trainer<P> {
             optimizer_steps: self.optimizer_steps,
             streams: self.streams.clone(),
             config: serde_json::to_value(&self.config).unwrap_or_default(),
-            pending_rollout: self
-                .pending
-                .as_ref()
-                .map(PendingRollout::encode)
-                .transpose()?,
+            files: self.trainer_files()?,
         };
         let path = save_checkpoint(
             dir,
@@ -108,12 +105,35 @@ impl<P: Policy> Trainer<P> {
         self.iteration = loaded.state.iteration;
         self.env_steps = loaded.state.env_steps;
         self.stopped = None;
-        self.pending = loaded
-            .state
-            .pending_rollout
-            .as_deref()
+        let files = &loaded.state.files;
+        self.pending = files
+            .get(PENDING_ROLLOUT_FILE)
             .map(|bytes| PendingRollout::decode(bytes, &path.join(PENDING_ROLLOUT_FILE)))
             .transpose()?;
+        self.start_weights = files
+            .get(START_WEIGHTS_FILE)
+            .map(|bytes| TrainableWeights::decode(bytes, &path.join(START_WEIGHTS_FILE)))
+            .transpose()?;
+        if self.start_weights.is_none() {
+            log::warn!(
+                "{} has no {START_WEIGHTS_FILE} (written by an older envrl): \
+                 policy/weight_distance is not logged for this run",
+                path.display()
+            );
+        }
         Ok(())
+    }
+
+    /// The trainer's own files of a checkpoint: the rollout played ahead and the starting
+    /// weights, encoded.
+    fn trainer_files(&self) -> Result<BTreeMap<String, Vec<u8>>> {
+        let mut files = BTreeMap::new();
+        if let Some(pending) = &self.pending {
+            files.insert(PENDING_ROLLOUT_FILE.to_string(), pending.encode()?);
+        }
+        if let Some(start) = &self.start_weights {
+            files.insert(START_WEIGHTS_FILE.to_string(), start.encode()?);
+        }
+        Ok(files)
     }
 }

@@ -16,7 +16,8 @@ use crate::trainer::crash_point::crash_point;
 use crate::trainer::metric_names as names;
 use crate::trainer::{
     AuxBatch, FusedAdamW, IterationMetrics, LearnerBatch, LossAggregation, MetricsSink,
-    OptimizerStep, PlanSizes, RunStreams, StepRunner, TrainerConfig, optimizer_steps,
+    OptimizerStep, PlanSizes, RunStreams, StepRunner, TrainableWeights, TrainerConfig,
+    optimizer_steps,
 };
 use crate::trajectory::RolloutBatch;
 
@@ -67,6 +68,8 @@ pub struct Trainer<P: Policy> {
     publish_secs: f64,
     /// The next iteration's rollout, played during this one's update (`max_staleness` 1).
     pending: Option<PendingRollout>,
+    /// The trainable weights the run started from (for `policy/weight_distance`).
+    start_weights: Option<TrainableWeights>,
     /// Why this trainer cannot go on: a rollout playing ahead failed after the update it
     /// overlapped had changed the weights, so only a resume from a checkpoint continues exactly.
     stopped: Option<String>,
@@ -133,6 +136,7 @@ impl<P: Policy> Trainer<P> {
         let reference = parts.loss.needs_reference().then(|| policy.valid());
         let optimizer = adamw(&config);
         let streams = RunStreams::new(config.seed, parts.aux.iter().map(|a| a.name()));
+        let start_weights = Some(TrainableWeights::of(&policy));
         Ok(Self {
             config,
             policy,
@@ -154,6 +158,7 @@ impl<P: Policy> Trainer<P> {
             publish_secs: 0.0,
             pending: None,
             stopped: None,
+            start_weights,
         })
     }
 
@@ -357,6 +362,16 @@ impl<P: Policy> Trainer<P> {
             },
         }
         .metrics();
+        let moved = self
+            .start_weights
+            .as_ref()
+            .and_then(|start| TrainableWeights::of(&self.policy).distance_from(start));
+        if let Some(moved) = moved {
+            metrics.set(names::WEIGHT_DISTANCE, moved.l2);
+            if let Some(relative) = moved.relative {
+                metrics.set(names::WEIGHT_DISTANCE_REL, relative);
+            }
+        }
         if self.config.max_staleness > 0 {
             metrics.set(names::STALENESS, stale.0);
             if let Some(waited) = waited {
