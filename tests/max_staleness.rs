@@ -79,11 +79,7 @@ fn playing_ahead_plays_what_a_server_one_version_behind_plays() {
 fn a_served_run_that_plays_ahead_publishes_each_version_once() {
     let s = ahead();
     let versions = Arc::new(Mutex::new(Vec::new()));
-    let server = InProcessServer {
-        published: None,
-        versions: Arc::clone(&versions),
-        broken: false,
-    };
+    let server = InProcessServer::new(&versions, false);
     let mut trainer = build(&s, &Device::flex())
         .unwrap()
         .trainer

@@ -19,9 +19,21 @@ use crate::support::flat_params;
 
 /// Samples with the last policy published to it, or fails every request when `broken`.
 pub(crate) struct InProcessServer {
-    pub(crate) published: Option<CausalLm>,
-    pub(crate) versions: Arc<Mutex<Vec<usize>>>,
-    pub(crate) broken: bool,
+    published: Option<CausalLm>,
+    versions: Arc<Mutex<Vec<usize>>>,
+    broken: bool,
+}
+
+impl InProcessServer {
+    /// A server that records each published version into `versions` (and refuses every
+    /// request when `broken`).
+    pub(crate) fn new(versions: &Arc<Mutex<Vec<usize>>>, broken: bool) -> Self {
+        Self {
+            published: None,
+            versions: Arc::clone(versions),
+            broken,
+        }
+    }
 }
 
 impl Sampler for InProcessServer {
@@ -68,11 +80,7 @@ fn a_policy_server_samples_the_rollouts_of_each_published_policy() {
     let s = settings();
     let mut own = build(&s, &Device::flex()).unwrap().trainer;
     let versions = Arc::new(Mutex::new(Vec::new()));
-    let server = InProcessServer {
-        published: None,
-        versions: Arc::clone(&versions),
-        broken: false,
-    };
+    let server = InProcessServer::new(&versions, false);
     let mut served = build(&s, &Device::flex())
         .unwrap()
         .trainer
@@ -105,11 +113,7 @@ fn a_policy_server_samples_the_rollouts_of_each_published_policy() {
 
 #[test]
 fn a_failing_policy_server_stops_the_iteration_with_its_error() {
-    let server = InProcessServer {
-        published: None,
-        versions: Arc::default(),
-        broken: true,
-    };
+    let server = InProcessServer::new(&Arc::default(), true);
     let mut trainer = build(&settings(), &Device::flex())
         .unwrap()
         .trainer
@@ -152,11 +156,7 @@ fn truncated_importance_sampling_is_a_no_op_in_step_and_corrects_a_stale_server(
     let mut s = settings();
     let mut own = build(&s, &Device::flex()).unwrap().trainer;
     s.trainer.rollout_is_cap = Some(2.0);
-    let server = InProcessServer {
-        published: None,
-        versions: Arc::default(),
-        broken: false,
-    };
+    let server = InProcessServer::new(&Arc::default(), false);
     let mut in_step = build(&s, &Device::flex())
         .unwrap()
         .trainer

@@ -22,7 +22,7 @@ use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::{Device, Tensor};
 use envrl::{Generation, Policy, PolicyServer, Sampler, SamplingParams, ScoreRow, Tokenizer};
 use envrl_algos::serve::{SpawnConfig, SpawnedLlamaCpp, SpawnedVllm, VllmSpawnConfig};
-use envrl_algos::{CausalLm, Pretrained};
+use envrl_algos::{CausalLm, HfTokenizer, Pretrained};
 
 use crate::shared_data::smollm2_gguf;
 
@@ -212,29 +212,28 @@ impl ModuleMapper for NudgeAdapters {
     }
 }
 
-#[test]
-fn vllm_serves_envrl_s_greedy_tokens_and_follows_each_lora_version() {
-    let Some(python) = engine_python("ENVRL_VLLM_PYTHON", "vllm-venv", "vllm") else {
-        return;
-    };
-    let Some(path) = smollm2_gguf("vLLM serve check") else {
-        return;
-    };
+/// SmolLM2 (with LoRA adapters of `lora_rank`, when not 0) and a vLLM server that envrl
+/// started for it; `None` (the test skipped, saying why) without vLLM or the model.
+fn spawned_vllm(lora_rank: usize) -> Option<(SpawnedVllm, CausalLm, Arc<HfTokenizer>)> {
+    let python = engine_python("ENVRL_VLLM_PYTHON", "vllm-venv", "vllm")?;
+    let path = smollm2_gguf("vLLM serve check")?;
     let Pretrained {
         model,
         config,
         tokenizer,
     } = Pretrained::load(&path, &Device::flex()).unwrap();
     let tokenizer = Arc::new(tokenizer);
-    let rank = 8;
-    let model = model.with_lora(rank, 16.0, 0);
+    let model = match lora_rank {
+        0 => model,
+        rank => model.with_lora(rank, 16.0, 0),
+    };
     let start = Instant::now();
-    let mut server = SpawnedVllm::start(VllmSpawnConfig {
+    let server = SpawnedVllm::start(VllmSpawnConfig {
         python,
         config,
         tokenizer: Arc::clone(&tokenizer),
-        base_model: path.clone(),
-        lora_rank: rank,
+        base_model: path,
+        lora_rank,
         threads: 1,
         in_flight: 8,
         max_model_len: 2048,
@@ -242,6 +241,15 @@ fn vllm_serves_envrl_s_greedy_tokens_and_follows_each_lora_version() {
     })
     .unwrap();
     eprintln!("vLLM: started in {:.0} s", start.elapsed().as_secs_f64());
+    Some((server, model, tokenizer))
+}
+
+#[test]
+fn vllm_serves_envrl_s_greedy_tokens_and_follows_each_lora_version() {
+    let rank = 8;
+    let Some((mut server, model, tokenizer)) = spawned_vllm(rank) else {
+        return;
+    };
     server.publish(&model, 0).unwrap();
     eprintln!(
         "vLLM: version 0 published in {:.2} s",
@@ -269,30 +277,9 @@ fn vllm_serves_envrl_s_greedy_tokens_and_follows_each_lora_version() {
 
 #[test]
 fn vllm_reloads_a_full_fine_tune_in_place() {
-    let Some(python) = engine_python("ENVRL_VLLM_PYTHON", "vllm-venv", "vllm") else {
+    let Some((mut server, model, tokenizer)) = spawned_vllm(0) else {
         return;
     };
-    let Some(path) = smollm2_gguf("vLLM full fine-tune check") else {
-        return;
-    };
-    let Pretrained {
-        model,
-        config,
-        tokenizer,
-    } = Pretrained::load(&path, &Device::flex()).unwrap();
-    let tokenizer = Arc::new(tokenizer);
-    let mut server = SpawnedVllm::start(VllmSpawnConfig {
-        python,
-        config,
-        tokenizer: Arc::clone(&tokenizer),
-        base_model: path.clone(),
-        lora_rank: 0,
-        threads: 1,
-        in_flight: 8,
-        max_model_len: 2048,
-        start_timeout: Duration::from_secs(900),
-    })
-    .unwrap();
     server.publish(&model, 0).unwrap();
     eprintln!(
         "vLLM: full weights of version 0 reloaded in {:.2} s",
