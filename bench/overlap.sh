@@ -7,8 +7,9 @@
 # learner and an inference machine each with their own core would be. Iteration 0 has nothing
 # to overlap with; from iteration 1 the ahead run's rollout was played during the previous
 # update. Prints each run's wall seconds per iteration, the rollout and update seconds, how long
-# the learner waited for the rollout playing ahead, and the synchronous/ahead ratio of the wall
-# time of iterations 1 and later.
+# the learner waited for the rollout playing ahead, the k3 estimate of KL(sampler ‖ learner) per
+# token (the engine's difference, and from iteration 1 of an ahead run the one-version lag), and
+# the synchronous/ahead ratio of the wall time of iterations 1 and later.
 #
 #   bash bench/overlap.sh     # BIN=path/to/envrl, ITERATIONS (3), OUT (a temporary folder),
 #                             # ARMS ("own llama-cpp"); llama.cpp installed as serve-check does
@@ -47,8 +48,9 @@ out, arms = pathlib.Path(sys.argv[1]), sys.argv[2:]
 def rows(name):
     return [json.loads(l) for l in (out / name / "metrics.jsonl").read_text().splitlines() if l]
 print("| rollouts by | max_staleness | wall s per iteration | rollout s | update s (with recompute) "
-      "| learner waited s | wall, iterations ≥ 1 | synchronous / ahead |")
-print("|---|---|---|---|---|---|---|---|")
+      "| learner waited s | KL(sampler ‖ learner) per token | wall, iterations ≥ 1 "
+      "| synchronous / ahead |")
+print("|---|---|---|---|---|---|---|---|---|")
 for arm in arms:
     later = {}
     for staleness in (0, 1):
@@ -58,8 +60,10 @@ for arm in arms:
         update = " / ".join(f"{m['perf/update_s'] + m.get('perf/recompute_s', 0):.1f}" for m in metrics)
         wait = " / ".join("–" if "perf/rollout_wait_s" not in m else f"{m['perf/rollout_wait_s']:.1f}"
                           for m in metrics)
+        kl = " / ".join("–" if "rollout/logprob_kl" not in m else f"{m['rollout/logprob_kl']:.0e}"
+                        for m in metrics)
         ratio = f"{later[0] / later[1]:.2f}x" if staleness == 1 else "–"
         print(f"| {arm} | {staleness} | {f('perf/wall_s')} | {f('perf/rollout_s')} | {update} "
-              f"| {wait} | {later[staleness]:.1f} | {ratio} |")
+              f"| {wait} | {kl} | {later[staleness]:.1f} | {ratio} |")
 print(f"(runs in {out})")
 PY
