@@ -38,6 +38,33 @@ pub const START_WEIGHTS_FILE: &str = "start_weights.msgpack";
 /// The trainer's own files of a checkpoint besides the state, read back when present.
 const TRAINER_FILES: [&str; 2] = [PENDING_ROLLOUT_FILE, START_WEIGHTS_FILE];
 
+/// The bytes of the trainer's checkpoint file `file` holding `value` (MessagePack: every float
+/// bit for bit, NaN included).
+pub(crate) fn encode_trainer_file<T: Serialize>(value: &T, file: &str) -> Result<Vec<u8>> {
+    rmp_serde::to_vec(value).map_err(|e| Error::Checkpoint {
+        path: file.into(),
+        reason: format!("encoding: {e}"),
+    })
+}
+
+/// Reads what [`encode_trainer_file`] wrote to `file` of the checkpoint `dir`, given its
+/// loaded [`CheckpointState::files`]; `None` when the checkpoint has no such file.
+pub(crate) fn decode_trainer_file<T: serde::de::DeserializeOwned>(
+    files: &BTreeMap<String, Vec<u8>>,
+    dir: &Path,
+    file: &str,
+) -> Result<Option<T>> {
+    let Some(bytes) = files.get(file) else {
+        return Ok(None);
+    };
+    rmp_serde::from_slice(bytes)
+        .map(Some)
+        .map_err(|e| Error::Checkpoint {
+            path: dir.join(file),
+            reason: format!("does not read: {e}"),
+        })
+}
+
 /// The SHA-256 of every file of a checkpoint directory, by file name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -39,6 +39,8 @@ pub use checkpoint::{
     load_checkpoint_model, prune_checkpoints, read_whole, save_checkpoint, settle_checkpoint,
     verify_checkpoint,
 };
+#[cfg(feature = "burn")]
+pub(crate) use checkpoint::{decode_trainer_file, encode_trainer_file};
 pub use config::{TrainerConfig, TrainerConfigBuilder};
 #[cfg(feature = "burn")]
 pub use crash_point::{CHECKPOINT_STEPS, CRASH_AT_VAR};

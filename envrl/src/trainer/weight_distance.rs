@@ -60,22 +60,6 @@ impl TrainableWeights {
             relative: (norm > 0.0).then(|| l2 / norm.sqrt()),
         })
     }
-
-    /// The checkpoint file's bytes (MessagePack, every float bit for bit).
-    pub(crate) fn encode(&self) -> crate::Result<Vec<u8>> {
-        rmp_serde::to_vec(self).map_err(|e| crate::Error::Checkpoint {
-            path: crate::trainer::START_WEIGHTS_FILE.into(),
-            reason: format!("encoding the starting weights: {e}"),
-        })
-    }
-
-    /// Reads the bytes [`TrainableWeights::encode`] wrote.
-    pub(crate) fn decode(bytes: &[u8], path: &std::path::Path) -> crate::Result<Self> {
-        rmp_serde::from_slice(bytes).map_err(|e| crate::Error::Checkpoint {
-            path: path.to_path_buf(),
-            reason: format!("the starting weights do not read: {e}"),
-        })
-    }
 }
 
 #[cfg(test)]

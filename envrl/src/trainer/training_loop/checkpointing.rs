@@ -3,13 +3,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{PendingRollout, Trainer, adamw};
+use super::{Trainer, adamw};
 use crate::error::{Error, Result};
 use crate::policy::Policy;
 use crate::trainer::crash_point::crash_point;
 use crate::trainer::{
-    CHECKPOINT_FORMAT, CheckpointState, PENDING_ROLLOUT_FILE, START_WEIGHTS_FILE, TrainableWeights,
-    checkpoint_name, load_checkpoint, prune_checkpoints, save_checkpoint, settle_checkpoint,
+    CHECKPOINT_FORMAT, CheckpointState, PENDING_ROLLOUT_FILE, START_WEIGHTS_FILE, checkpoint_name,
+    decode_trainer_file, encode_trainer_file, load_checkpoint, prune_checkpoints, save_checkpoint,
+    settle_checkpoint,
 };
 
 impl<P: Policy> Trainer<P> {
@@ -106,14 +107,8 @@ impl<P: Policy> Trainer<P> {
         self.env_steps = loaded.state.env_steps;
         self.stopped = None;
         let files = &loaded.state.files;
-        self.pending = files
-            .get(PENDING_ROLLOUT_FILE)
-            .map(|bytes| PendingRollout::decode(bytes, &path.join(PENDING_ROLLOUT_FILE)))
-            .transpose()?;
-        self.start_weights = files
-            .get(START_WEIGHTS_FILE)
-            .map(|bytes| TrainableWeights::decode(bytes, &path.join(START_WEIGHTS_FILE)))
-            .transpose()?;
+        self.pending = decode_trainer_file(files, path, PENDING_ROLLOUT_FILE)?;
+        self.start_weights = decode_trainer_file(files, path, START_WEIGHTS_FILE)?;
         if self.start_weights.is_none() {
             log::warn!(
                 "{} has no {START_WEIGHTS_FILE} (written by an older envrl): \
@@ -129,10 +124,12 @@ impl<P: Policy> Trainer<P> {
     fn trainer_files(&self) -> Result<BTreeMap<String, Vec<u8>>> {
         let mut files = BTreeMap::new();
         if let Some(pending) = &self.pending {
-            files.insert(PENDING_ROLLOUT_FILE.to_string(), pending.encode()?);
+            let bytes = encode_trainer_file(pending, PENDING_ROLLOUT_FILE)?;
+            files.insert(PENDING_ROLLOUT_FILE.to_string(), bytes);
         }
         if let Some(start) = &self.start_weights {
-            files.insert(START_WEIGHTS_FILE.to_string(), start.encode()?);
+            let bytes = encode_trainer_file(start, START_WEIGHTS_FILE)?;
+            files.insert(START_WEIGHTS_FILE.to_string(), bytes);
         }
         Ok(files)
     }

@@ -279,13 +279,7 @@ impl<P: Policy> Trainer<P> {
         // 1. Act: this iteration's tasks, each played by a group of `group_size` rollouts —
         // now, or ahead during the previous update.
         let (batch, stats, rollout_secs) = match self.pending.take() {
-            Some(ahead) => (
-                RolloutBatch {
-                    trajectories: ahead.trajectories,
-                },
-                ahead.stats,
-                ahead.seconds,
-            ),
+            Some(ahead) => (ahead.batch, ahead.stats, ahead.seconds),
             None => {
                 let job = self.training_rollout_job()?;
                 let (batch, stats) = self.finish_rollout(job.play())?;
@@ -293,13 +287,13 @@ impl<P: Policy> Trainer<P> {
             }
         };
         let stale = staleness(&batch, self.iteration);
-        if stale.1 > self.config.max_staleness {
+        if stale.max > self.config.max_staleness {
             return Err(Error::config(
                 "max_staleness",
                 format!(
                     "iteration {}'s rollout has trajectories played {} updates ago; the bound \
                      is {}",
-                    self.iteration, stale.1, self.config.max_staleness
+                    self.iteration, stale.max, self.config.max_staleness
                 ),
             ));
         }
@@ -321,7 +315,7 @@ impl<P: Policy> Trainer<P> {
                     (learned, played, waiting.elapsed().as_secs_f64())
                 });
                 let seconds = played.seconds;
-                let (next, next_stats) = self.finish_rollout(played).inspect_err(|e| {
+                let (next, stats) = self.finish_rollout(played).inspect_err(|e| {
                     self.stopped = Some(format!(
                         "iteration {}'s update ran, but the next rollout, playing during it, \
                          failed ({e}); resume from the last checkpoint",
@@ -329,8 +323,8 @@ impl<P: Policy> Trainer<P> {
                     ));
                 })?;
                 self.pending = Some(PendingRollout {
-                    trajectories: next.trajectories,
-                    stats: next_stats,
+                    batch: next,
+                    stats,
                     seconds,
                 });
                 (learned?, Some(waited))
@@ -373,7 +367,7 @@ impl<P: Policy> Trainer<P> {
             }
         }
         if self.config.max_staleness > 0 {
-            metrics.set(names::STALENESS, stale.0);
+            metrics.set(names::STALENESS, stale.mean);
             if let Some(waited) = waited {
                 metrics.set(names::ROLLOUT_WAIT_S, waited);
             }

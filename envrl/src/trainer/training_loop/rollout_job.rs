@@ -13,7 +13,7 @@ use crate::policy::{Policy, SamplingParams, Tokenizer};
 use crate::rollout::{
     ActionParser, PolicyServer, PromptBuilder, RolloutEngine, RolloutSlot, RolloutStats,
 };
-use crate::trajectory::{RolloutBatch, Trajectory};
+use crate::trajectory::RolloutBatch;
 
 /// An inference server a trainer can hand to the thread that plays ahead.
 pub(super) type BoxedServer<P> = Box<dyn PolicyServer<P> + Send>;
@@ -90,32 +90,21 @@ impl<P: Policy> RolloutJob<P> {
 /// and the seconds it took. A checkpoint keeps it, so a resumed run trains on the same one.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct PendingRollout {
-    pub(crate) trajectories: Vec<Trajectory>,
+    pub(crate) batch: RolloutBatch,
     pub(crate) stats: RolloutStats,
     pub(crate) seconds: f64,
 }
 
-impl PendingRollout {
-    /// The checkpoint file's bytes (MessagePack, every float bit for bit).
-    pub(crate) fn encode(&self) -> Result<Vec<u8>> {
-        rmp_serde::to_vec(self).map_err(|e| crate::Error::Checkpoint {
-            path: crate::trainer::PENDING_ROLLOUT_FILE.into(),
-            reason: format!("encoding the rollout played ahead: {e}"),
-        })
-    }
-
-    /// Reads the bytes [`PendingRollout::encode`] wrote.
-    pub(crate) fn decode(bytes: &[u8], path: &std::path::Path) -> Result<Self> {
-        rmp_serde::from_slice(bytes).map_err(|e| crate::Error::Checkpoint {
-            path: path.to_path_buf(),
-            reason: format!("the rollout played ahead does not read: {e}"),
-        })
-    }
+/// How many updates lie between the versions that played a rollout's trajectories and the
+/// learner that trains on it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Staleness {
+    pub(super) mean: f64,
+    pub(super) max: usize,
 }
 
-/// How stale each trajectory's policy is when trained at `iteration`: the mean and the largest
-/// number of updates between the version that played it and the learner.
-pub(super) fn staleness(batch: &RolloutBatch, iteration: usize) -> (f64, usize) {
+/// How stale each trajectory's policy is when trained at `iteration`.
+pub(super) fn staleness(batch: &RolloutBatch, iteration: usize) -> Staleness {
     let lags: Vec<usize> = batch
         .trajectories
         .iter()
@@ -123,12 +112,13 @@ pub(super) fn staleness(batch: &RolloutBatch, iteration: usize) -> (f64, usize) 
         .collect();
     let max = lags.iter().copied().max().unwrap_or(0);
     let mean = lags.iter().sum::<usize>() as f64 / lags.len().max(1) as f64;
-    (mean, max)
+    Staleness { mean, max }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trajectory::Trajectory;
 
     fn played_by(versions: &[usize]) -> RolloutBatch {
         RolloutBatch {
@@ -148,8 +138,9 @@ mod tests {
 
     #[test]
     fn staleness_counts_the_updates_since_the_playing_version() {
-        assert_eq!(staleness(&played_by(&[4, 4, 3, 4]), 5), (1.25, 2));
-        assert_eq!(staleness(&played_by(&[5, 5]), 5), (0.0, 0));
-        assert_eq!(staleness(&played_by(&[]), 5), (0.0, 0));
+        let stale = |mean, max| Staleness { mean, max };
+        assert_eq!(staleness(&played_by(&[4, 4, 3, 4]), 5), stale(1.25, 2));
+        assert_eq!(staleness(&played_by(&[5, 5]), 5), stale(0.0, 0));
+        assert_eq!(staleness(&played_by(&[]), 5), stale(0.0, 0));
     }
 }
