@@ -45,6 +45,9 @@ struct Seen {
     logprobs: Vec<f32>,
     metrics: Vec<Vec<(String, f64)>>,
     params: Vec<f32>,
+    /// Prompt tokens the training rollouts did not prefill because a row beside them shared
+    /// them (which depends on which rows are sampled together).
+    prefill_saved: f64,
 }
 
 fn responses(batch: &envrl::RolloutBatch) -> Vec<String> {
@@ -59,9 +62,13 @@ fn train(s: &KeyDoorSettings, sync: impl GradientSync + 'static) -> Seen {
         logprobs: Vec::new(),
         metrics: Vec::new(),
         params: Vec::new(),
+        prefill_saved: 0.0,
     };
     for _ in 0..s.trainer.iterations {
         let metrics = trainer.train_iteration().unwrap();
+        seen.prefill_saved += metrics
+            .get(envrl::metric_names::PREFILL_TOKENS_SAVED)
+            .unwrap();
         seen.metrics.push(
             metrics
                 .values
@@ -90,6 +97,24 @@ fn ranks_that_split_the_critic_train_as_one_process() {
     ranks_train_as_one_process(&ppo());
 }
 
+/// `trainer.max_generation_rows` samples a turn's rows in chunks (here 4 of the 15 training
+/// slots and of the 7 evaluation episodes) and trains as one call per turn.
+#[test]
+fn rows_sampled_in_chunks_train_as_one_call_per_turn() {
+    let whole = grpo_both_objectives();
+    let mut chunked = whole.clone();
+    chunked.trainer.max_generation_rows = 4;
+    let (chunked, whole) = (train(&chunked, SingleProcess), train(&whole, SingleProcess));
+    assert_trains_alike("chunks of 4 rows", &chunked, &whole);
+    // Groups of 3 cut by chunks of 4 share fewer prompts: the chunks were sampled apart.
+    assert!(
+        chunked.prefill_saved < whole.prefill_saved,
+        "{} vs {} prompt tokens shared",
+        chunked.prefill_saved,
+        whole.prefill_saved
+    );
+}
+
 #[test]
 fn ranks_that_play_the_next_rollout_ahead_train_as_one_process() {
     let mut s = grpo_both_objectives();
@@ -115,49 +140,54 @@ fn ranks_train_as_one_process(s: &KeyDoorSettings) {
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
         for (rank, seen) in ranks.iter().enumerate() {
-            let label = format!("rank {rank} of {size}");
-            assert_eq!(seen.episodes, single.episodes, "{label}: other episodes");
-            // The same tokens from batches of other rows: their log-probabilities agree up to
-            // the last bits of the batched products, an error that grows with the value (a
-            // log-probability of −12 carries about 1e-6 of relative rounding; which bits differ
-            // depends on the CPU's kernels: 1.6e-5 absolute on an AVX-512 machine).
-            let worst = seen
-                .logprobs
-                .iter()
-                .zip(&single.logprobs)
-                .map(|(a, b)| (a - b).abs() / (1.0 + b.abs()))
-                .fold(0.0f32, f32::max);
-            eprintln!(
-                "{label}: old log-probabilities within {worst:.1e} (relative to 1 + |value|) of \
-                 one process's"
-            );
-            assert!(
-                worst <= 1e-5,
-                "{label}: log-probabilities differ by {worst:e} relative to 1 + |value|"
-            );
-            for (i, (a, b)) in single.metrics.iter().zip(&seen.metrics).enumerate() {
-                assert_eq!(
-                    a.len(),
-                    b.len(),
-                    "{label}: iteration {i} logs other metrics"
-                );
-                for ((name, x), (other, y)) in a.iter().zip(b) {
-                    assert_eq!(name, other);
-                    assert!(
-                        envrl::metric_names::agree_within_rounding(name, *x, *y),
-                        "{label}: iteration {i}: {name} {x} vs {y}"
-                    );
-                }
-            }
-            let (num, den) = seen
-                .params
-                .iter()
-                .zip(&single.params)
-                .fold((0.0, 0.0), |(n, d), (a, b)| {
-                    (n + ((a - b) as f64).powi(2), d + (*b as f64).powi(2))
-                });
-            let diff = (num / den).sqrt();
-            assert!(diff <= 1e-5, "{label}: parameters differ by {diff:e}");
+            assert_trains_alike(&format!("rank {rank} of {size}"), seen, &single);
         }
     }
+}
+
+/// `seen` played the same episodes as `single` and trained to the same metrics and parameters,
+/// up to the last bits of batched products.
+fn assert_trains_alike(label: &str, seen: &Seen, single: &Seen) {
+    assert_eq!(seen.episodes, single.episodes, "{label}: other episodes");
+    // The same tokens from batches of other rows: their log-probabilities agree up to
+    // the last bits of the batched products, an error that grows with the value (a
+    // log-probability of −12 carries about 1e-6 of relative rounding; which bits differ
+    // depends on the CPU's kernels: 1.6e-5 absolute on an AVX-512 machine).
+    let worst = seen
+        .logprobs
+        .iter()
+        .zip(&single.logprobs)
+        .map(|(a, b)| (a - b).abs() / (1.0 + b.abs()))
+        .fold(0.0f32, f32::max);
+    eprintln!(
+        "{label}: old log-probabilities within {worst:.1e} (relative to 1 + |value|) of \
+         one process's"
+    );
+    assert!(
+        worst <= 1e-5,
+        "{label}: log-probabilities differ by {worst:e} relative to 1 + |value|"
+    );
+    for (i, (a, b)) in single.metrics.iter().zip(&seen.metrics).enumerate() {
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "{label}: iteration {i} logs other metrics"
+        );
+        for ((name, x), (other, y)) in a.iter().zip(b) {
+            assert_eq!(name, other);
+            assert!(
+                envrl::metric_names::agree_within_rounding(name, *x, *y),
+                "{label}: iteration {i}: {name} {x} vs {y}"
+            );
+        }
+    }
+    let (num, den) = seen
+        .params
+        .iter()
+        .zip(&single.params)
+        .fold((0.0, 0.0), |(n, d), (a, b)| {
+            (n + ((a - b) as f64).powi(2), d + (*b as f64).powi(2))
+        });
+    let diff = (num / den).sqrt();
+    assert!(diff <= 1e-5, "{label}: parameters differ by {diff:e}");
 }

@@ -76,17 +76,15 @@ fn an_exported_alfworld_agent_plays_the_same_held_out_episodes() {
         ("hf", &["--dtype", "f32"], "hf"),
         ("gguf", &["--quant", "f32"], "gguf/model.gguf"),
     ];
-    for (format, flags, model) in cases {
-        let out = tmp.path().join(format);
-        let text = ok(&export(&run, format, &out, flags));
-        assert!(text.contains("within 0.00e0"), "{format}: {text}");
-        let eval = tmp.path().join(format!("eval-{format}"));
+    // `envrl eval --model MODEL` plays the run's held-out episodes exactly.
+    let plays_like_the_run = |label: &str, model: &Path| {
+        let eval = tmp.path().join(format!("eval-{label}"));
         ok(&envrl(&[
             "eval",
             "alfworld",
             "--quiet",
             "--model",
-            path(&tmp.path().join(model)),
+            path(model),
             "--config",
             path(&config),
             "--output-dir",
@@ -95,9 +93,60 @@ fn an_exported_alfworld_agent_plays_the_same_held_out_episodes() {
         for file in ["eval-outcomes.json", "eval-episodes.txt"] {
             let theirs = std::fs::read_to_string(eval.join(file)).unwrap();
             let ours = std::fs::read_to_string(run.join(file)).unwrap();
-            assert_eq!(theirs, ours, "{format}: {file} differs");
+            assert_eq!(theirs, ours, "{label}: {file} differs");
         }
+    };
+    for (format, flags, model) in cases {
+        let out = tmp.path().join(format);
+        let text = ok(&export(&run, format, &out, flags));
+        assert!(text.contains("within 0.00e0"), "{format}: {text}");
+        plays_like_the_run(format, &tmp.path().join(model));
     }
+
+    // A pretrained model exported as envrl loads it (`--model`, what a rollout server serves):
+    // the HF export written again as a GGUF plays the same episodes.
+    let hf = tmp.path().join("hf");
+    let base = tmp.path().join("base");
+    let to_gguf = ["--format", "gguf", "--output", path(&base)];
+    let text = ok(&envrl(
+        &[&["export", "--model", path(&hf)], &to_gguf[..]].concat(),
+    ));
+    assert!(text.contains("within 0.00e0"), "{text}");
+    plays_like_the_run("pretrained", &base.join("model.gguf"));
+    let refused = tmp.path().join("refused");
+    let err = failed(&envrl(&[
+        "export",
+        "--model",
+        path(&hf),
+        "--format",
+        "peft",
+        "--output",
+        path(&refused),
+    ]));
+    assert!(err.contains("no LoRA adapter"), "{err}");
+    let missing = tmp.path().join("no-such-model.gguf");
+    let err = failed(&envrl(&[
+        "export",
+        "--model",
+        path(&missing),
+        "--format",
+        "hf",
+        "--output",
+        path(&refused),
+    ]));
+    assert!(err.contains("no-such-model.gguf"), "{err}");
+    let err = failed(&envrl(&[
+        "export",
+        path(&run),
+        "--model",
+        path(&hf),
+        "--format",
+        "hf",
+        "--output",
+        path(&refused),
+    ]));
+    assert!(err.contains("cannot be used with"), "{err}");
+    assert!(!refused.exists());
     // The lossy formats verify within their tolerances.
     for (format, flag, value) in [("hf", "--dtype", "bf16"), ("gguf", "--quant", "q8_0")] {
         let out = tmp.path().join(format!("{format}-{value}"));

@@ -62,8 +62,8 @@ pub use policy::{Generation, RolloutWeights, SamplingParams, ScoreRow, Tokenizer
 #[cfg(feature = "burn")]
 pub use policy::{Policy, TokenScores};
 pub use rollout::{
-    ActionParser, Demonstration, HistoryEntry, ParsedAction, PlainPrompt, PromptBuilder, Sampler,
-    VerbatimParser, record_demonstration,
+    ActionParser, Demonstration, HistoryEntry, ParsedAction, PlainPrompt, PromptBuilder, RowChunks,
+    Sampler, VerbatimParser, record_demonstration,
 };
 #[cfg(feature = "burn")]
 pub use rollout::{

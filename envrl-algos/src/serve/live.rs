@@ -175,10 +175,14 @@ impl LiveServers {
                 ));
             }
         }
-        std::fs::create_dir_all(&files.dir)
-            .map_err(|e| server_error("-", format!("creating {}: {e}", files.dir.display())))?;
-        let dir = std::path::absolute(&files.dir)
-            .map_err(|e| server_error("-", format!("{}: {e}", files.dir.display())))?;
+        let dir_error = |e: std::io::Error| {
+            server_error(
+                &pool.addresses(),
+                format!("policy directory {}: {e}", files.dir.display()),
+            )
+        };
+        std::fs::create_dir_all(&files.dir).map_err(dir_error)?;
+        let dir = std::path::absolute(&files.dir).map_err(dir_error)?;
         Ok(Self {
             pool,
             files: PolicyFiles { dir, ..files },
@@ -216,7 +220,12 @@ impl LiveServers {
             },
             path,
         )
-        .map_err(|e| server_error("-", format!("writing {}: {e}", path.display())))?;
+        .map_err(|e| {
+            server_error(
+                &self.pool.addresses(),
+                format!("writing {}: {e}", path.display()),
+            )
+        })?;
         Ok(())
     }
 
@@ -244,7 +253,10 @@ impl Sampler for LiveServers {
     ) -> envrl::Result<Vec<Generation>> {
         match self.served {
             Some(_) => self.pool.sample(prompts, stop_ids, params, rngs),
-            None => Err(server_error("-", "no policy published yet")),
+            None => Err(server_error(
+                &self.pool.addresses(),
+                "no policy published yet",
+            )),
         }
     }
 }

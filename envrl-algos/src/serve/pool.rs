@@ -175,6 +175,12 @@ impl ServerPool {
             .collect()
     }
 
+    /// The servers' addresses, comma-separated: the name of an error that concerns them all.
+    pub fn addresses(&self) -> String {
+        let urls: Vec<&str> = self.servers.iter().map(|s| s.url.as_str()).collect();
+        urls.join(",")
+    }
+
     /// Asks for another model (or LoRA adapter) name from now on.
     pub fn set_model(&mut self, model: Option<String>) {
         self.config.model = model;
@@ -302,7 +308,7 @@ impl Sampler for ServerPool {
         });
         let slots = results
             .into_inner()
-            .map_err(|_| server_error("-", "a request thread panicked"))?;
+            .map_err(|_| server_error(&self.addresses(), "a request thread panicked"))?;
         let mut generations = Vec::with_capacity(slots.len());
         let mut unfinished = 0;
         for slot in slots {
@@ -313,7 +319,7 @@ impl Sampler for ServerPool {
         }
         if unfinished > 0 {
             return Err(server_error(
-                "-",
+                &self.addresses(),
                 format!("{unfinished} requests did not finish"),
             ));
         }

@@ -8,11 +8,17 @@ use envrl_algos::export::{ExportFormat, ExportOptions, GgufType, WeightDtype};
 
 use crate::device::DType;
 
-/// Export a run's trained model for transformers, PEFT, vLLM or llama.cpp.
+/// Export a run's trained model (or a pretrained one) for transformers, PEFT, vLLM or llama.cpp.
 #[derive(Args)]
 pub struct ExportArgs {
     /// The run directory.
-    run_dir: PathBuf,
+    #[arg(required_unless_present = "model")]
+    run_dir: Option<PathBuf>,
+    /// Export a pretrained model (a `.gguf` file or a Hugging Face directory) as envrl loads it
+    /// — a GGUF dequantised — instead of a run's: the base model a vLLM or SGLang server must
+    /// serve for a run that starts from it with `rollout.server`.
+    #[arg(long, conflicts_with_all = ["run_dir", "checkpoint"])]
+    model: Option<PathBuf>,
     /// hf: a Hugging Face model directory (LoRA merged); peft: a LoRA run's adapter on its base
     /// model; gguf: a GGUF file (`model.gguf` in the output directory) for llama.cpp.
     #[arg(long, value_parser = |s: &str| s.parse::<ExportFormat>())]
@@ -36,22 +42,31 @@ pub struct ExportArgs {
     untie_embeddings: bool,
 }
 
-/// Which format-specific flags were given.
+/// Which format-specific flags were given, and whether a pretrained model (`--model`) is
+/// exported rather than a run.
 #[derive(Debug, Clone, Copy, Default)]
 struct FormatFlags {
     dtype: bool,
     quant: bool,
     untie: bool,
+    pretrained: bool,
 }
 
-/// `--dtype` applies to hf and peft exports, `--quant` to gguf, `--untie-embeddings` to hf: the
-/// others are refused rather than ignored.
+/// `--dtype` applies to hf and peft exports, `--quant` to gguf, `--untie-embeddings` to hf, and
+/// a pretrained model has no adapter for peft: the others are refused rather than ignored.
 fn check_flags(format: ExportFormat, flags: FormatFlags) -> Result<()> {
     let FormatFlags {
         dtype,
         quant,
         untie,
+        pretrained,
     } = flags;
+    if pretrained && format == ExportFormat::Peft {
+        anyhow::bail!(
+            "--model exports a pretrained model, which has no LoRA adapter: use --format hf \
+             or gguf (a LoRA run's adapter is exported from its run directory)"
+        );
+    }
     if untie && format != ExportFormat::Hf {
         anyhow::bail!(
             "--untie-embeddings writes an hf directory with an output layer of its own; {} \
@@ -91,6 +106,7 @@ impl ExportArgs {
             dtype: self.dtype.is_some(),
             quant: self.quant.is_some(),
             untie: self.untie_embeddings,
+            pretrained: self.model.is_some(),
         };
         check_flags(self.format, flags)?;
         let options = ExportOptions {
@@ -103,19 +119,27 @@ impl ExportArgs {
             untie_embeddings: self.untie_embeddings,
             ..ExportOptions::new(self.format)
         };
-        let report = crate::run::export_run(
-            &self.run_dir,
-            self.checkpoint.as_deref(),
-            &options,
-            &self.output,
-        )?;
+        let report = match (&self.model, &self.run_dir) {
+            (Some(model), _) => crate::run::export_pretrained(model, &options, &self.output)?,
+            (None, Some(run_dir)) => {
+                crate::run::export_run(run_dir, self.checkpoint.as_deref(), &options, &self.output)?
+            }
+            (None, None) => {
+                anyhow::bail!("give a run directory, or a pretrained model with --model")
+            }
+        };
         for file in &report.files {
             let size = std::fs::metadata(file).map_or(0, |m| m.len());
             println!("{:>12} {}", size, file.display());
         }
+        let source = if self.model.is_some() {
+            "model's as loaded"
+        } else {
+            "checkpoint's"
+        };
         println!(
-            "verified: loaded back, the logits at {} positions within {:.2e} of the checkpoint's (accepted {:.2e}), \
-             {} texts tokenized alike",
+            "verified: loaded back, the logits at {} positions within {:.2e} of the {source} \
+             (accepted {:.2e}), {} texts tokenized alike",
             report.positions_checked, report.max_logit_diff, report.tolerance, report.texts_checked
         );
         Ok(())
@@ -132,6 +156,7 @@ mod tests {
             dtype,
             quant,
             untie,
+            pretrained: false,
         };
         let err = check_flags(ExportFormat::Gguf, flags(true, false, false)).unwrap_err();
         assert!(err.to_string().contains("--quant"), "{err}");
@@ -145,6 +170,15 @@ mod tests {
         for format in [ExportFormat::Peft, ExportFormat::Gguf] {
             let err = check_flags(format, flags(false, false, true)).unwrap_err();
             assert!(err.to_string().contains("--untie-embeddings"), "{err}");
+        }
+        let pretrained = FormatFlags {
+            pretrained: true,
+            ..FormatFlags::default()
+        };
+        let err = check_flags(ExportFormat::Peft, pretrained).unwrap_err();
+        assert!(err.to_string().contains("no LoRA adapter"), "{err}");
+        for format in [ExportFormat::Hf, ExportFormat::Gguf] {
+            assert!(check_flags(format, pretrained).is_ok());
         }
     }
 }

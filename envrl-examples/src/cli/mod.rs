@@ -34,8 +34,9 @@ enum Command {
     Train(train::TrainArgs),
     /// Evaluate the latest checkpoint of a run directory on its held-out tasks.
     Eval(eval::EvalArgs),
-    /// Export a run's trained model: a Hugging Face directory, a PEFT adapter or a GGUF file,
-    /// each loaded back and checked against the checkpoint before it is put in place.
+    /// Export a run's trained model (or, with --model, a pretrained one): a Hugging Face
+    /// directory, a PEFT adapter or a GGUF file, each loaded back and checked against the
+    /// checkpoint (or the model) before it is put in place.
     Export(export::ExportArgs),
     /// Replay recorded action lists through an environment engine.
     Replay(replay::ReplayArgs),

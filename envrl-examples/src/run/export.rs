@@ -127,6 +127,33 @@ pub fn export_run(
     }
 }
 
+/// Exports the pretrained model at `path` (a `.gguf` file or a Hugging Face directory) as envrl
+/// loads it — a GGUF dequantised — to `output`: what a server must serve for a run that starts
+/// from `path` and samples its rollouts there (`rollout.server`), so that server and learner
+/// hold the same weights.
+///
+/// # Errors
+/// When the model cannot be loaded, or the export fails (see [`Export::write`]).
+pub fn export_pretrained(
+    path: &Path,
+    options: &ExportOptions,
+    output: &Path,
+) -> Result<ExportReport> {
+    let pretrained = Pretrained::load(path, &Device::flex())?;
+    let name = path
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "envrl".into());
+    let export = Export {
+        model: &pretrained.model,
+        config: &pretrained.config,
+        tokenizer: ExportTokenizer::Hf(&pretrained.tokenizer),
+        base_model: Some(path),
+        name: &name,
+    };
+    Ok(export.write(options, output)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

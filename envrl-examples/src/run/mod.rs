@@ -36,7 +36,7 @@ pub use envs::alfworld::setup_from as alfworld_from;
 pub use envs::{
     EnvConfig, EnvName, EnvSetup, ProgramEnv, Reporting, RunFacts, TaskScores, TasksConfig,
 };
-pub use export::{checkpoint_to_export, export_run};
+pub use export::{checkpoint_to_export, export_pretrained, export_run};
 pub use presets::Preset;
 pub use ranks::Ranks;
 pub use report::{

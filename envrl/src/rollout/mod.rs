@@ -15,5 +15,5 @@ pub use engine::{RolloutEngine, RolloutSlot, RolloutStats, grouped_slots, row_st
 pub use prompt::{HistoryEntry, PromptBuilder};
 #[cfg(feature = "burn")]
 pub use sampler::PolicyServer;
-pub use sampler::Sampler;
+pub use sampler::{RowChunks, Sampler};
 pub use verbatim::{PlainPrompt, VerbatimParser};

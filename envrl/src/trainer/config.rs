@@ -103,6 +103,14 @@ pub struct TrainerConfig {
     /// `rollout_is_cap` corrects for the lag. Deeper pipelines are not built.
     #[serde(skip_serializing_if = "is_zero")]
     pub max_staleness: usize,
+    /// The most responses sampled together in one call of the policy or server (`0`, the
+    /// default: a turn's every prompt at once). A turn's memory grows with the rows sampled
+    /// together (each row's key/value cache and prefill), so a large evaluation of a
+    /// pretrained model can need more than the machine has; chunks bound it
+    /// ([`crate::RowChunks`]) and play the same episodes, up to the last bits of batched
+    /// arithmetic.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_generation_rows: usize,
 }
 
 fn is_zero(value: &usize) -> bool {
@@ -153,6 +161,7 @@ impl TrainerConfig {
             recompute_old_logprobs: None,
             rollout_is_cap: None,
             max_staleness: 0,
+            max_generation_rows: 0,
         }
     }
 

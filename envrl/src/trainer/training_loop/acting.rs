@@ -104,6 +104,7 @@ impl<P: Policy> Trainer<P> {
             prompt: self.parts.world.prompt.clone(),
             parser: self.parts.world.parser.clone(),
             sampling: sampling.clone(),
+            max_rows: self.config.max_generation_rows,
             max_steps: self.config.max_steps,
             slots,
             key,

@@ -11,7 +11,7 @@ use crate::env::Environment;
 use crate::error::Result;
 use crate::policy::{Policy, SamplingParams, Tokenizer};
 use crate::rollout::{
-    ActionParser, PolicyServer, PromptBuilder, RolloutEngine, RolloutSlot, RolloutStats,
+    ActionParser, PolicyServer, PromptBuilder, RolloutEngine, RolloutSlot, RolloutStats, RowChunks,
 };
 use crate::trajectory::RolloutBatch;
 
@@ -32,6 +32,8 @@ pub(super) struct RolloutJob<P: Policy> {
     pub(super) prompt: Arc<dyn PromptBuilder>,
     pub(super) parser: Arc<dyn ActionParser>,
     pub(super) sampling: SamplingParams,
+    /// The most responses sampled in one call (0: all of a turn's).
+    pub(super) max_rows: usize,
     pub(super) max_steps: usize,
     pub(super) slots: Vec<RolloutSlot>,
     /// Keys the per-trajectory random streams.
@@ -65,8 +67,14 @@ impl<P: Policy> RolloutJob<P> {
         };
         let envs = &mut self.envs[..self.slots.len()];
         let result = match &self.acting {
-            Acting::Server(server) => engine.run(server.as_ref(), envs, &self.slots, self.key),
-            Acting::Local(policy) => engine.run(policy, envs, &self.slots, self.key),
+            Acting::Server(server) => {
+                let sampler = RowChunks::new(server.as_ref(), self.max_rows);
+                engine.run(&sampler, envs, &self.slots, self.key)
+            }
+            Acting::Local(policy) => {
+                let sampler = RowChunks::new(policy, self.max_rows);
+                engine.run(&sampler, envs, &self.slots, self.key)
+            }
         };
         let result = result.map(|(mut batch, stats)| {
             for trajectory in &mut batch.trajectories {
