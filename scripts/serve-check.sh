@@ -57,6 +57,40 @@ for row in rows:
     assert mismatch < (1e-1 if stale else 1e-3), mismatch
 PY
   done
+
+  # A short ALFWorld run (SmolLM2 + LoRA, the smollm2-pick configuration with a 40-step warm
+  # start, trained by the first run and loaded by the second: one iteration of 2 groups × 4
+  # episodes of up to 15 steps) sampled by envrl itself and by vLLM: the same tasks and random
+  # streams, other samplers (so other episodes); the metrics side by side, the same ones logged,
+  # and vLLM's log-probabilities within 1e-3 per token of the learner's.
+  for NAME in own vllm; do
+    EXTRA=()
+    if [[ $NAME == vllm ]]; then
+      EXTRA=(--set rollout.server=spawn:vllm --set "warmup.from=$RUN/alfworld-own")
+    fi
+    ENVRL_VLLM_PYTHON="$VLLM_VENV/bin/python" RAYON_NUM_THREADS=2 \
+      "$CARGO_TARGET_DIR/release/envrl" train alfworld --quiet \
+      --config docs/results/configs/smollm2-pick.toml --aux none --set warmup.steps=40 \
+      --set trainer.iterations=1 --set trainer.eval_every=0 --set trainer.checkpoint_every=0 \
+      --set tasks.eval=2 "${EXTRA[@]}" --output-dir "$RUN/alfworld-$NAME"
+  done
+  python3 - "$RUN" <<'PY'
+import json, math, sys
+own, vllm = (json.loads(open(f"{sys.argv[1]}/alfworld-{n}/metrics.jsonl").readline())
+             for n in ("own", "vllm"))
+keys = ["episode/success", "episode/length", "episode/return", "policy/invalid_action_rate",
+        "loss/total", "perf/rollout_s", "perf/wall_s"]
+for k in keys:
+    print(f"ALFWorld, one iteration: {k} {own[k]:.3g} sampled by envrl, {vllm[k]:.3g} by vLLM")
+mismatch = vllm["rollout/logprob_mismatch"]
+print(f"ALFWorld: vLLM's log-probabilities within {mismatch:.1e} per token of the learner's")
+assert mismatch < 1e-3, mismatch
+# The same metrics, all finite, but those only a server's run logs.
+only_server = {k for k in vllm if k.startswith(("rollout/logprob_", "perf/publish", "perf/recompute"))}
+assert set(own) == set(vllm) - only_server, set(own) ^ (set(vllm) - only_server)
+assert all(math.isfinite(v) for v in own.values() if isinstance(v, float)), own
+assert all(math.isfinite(v) for v in vllm.values() if isinstance(v, float)), vllm
+PY
 elif [[ ${CI:-} == true ]]; then
   echo "serve check: $MODEL missing under CI=true" >&2
   exit 1
