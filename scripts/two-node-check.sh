@@ -53,7 +53,9 @@ mkdir -p "$SHARED/models" "$SHARED/policies"
 
 for n in "${NODES[@]}"; do
   ns=envrl-node$n
+  # What a run stopped half-way may have left.
   ip netns del "$ns" 2>/dev/null || true
+  ip link del "envrl-h$n" 2>/dev/null || true
   ip netns add "$ns"
   ip link add "envrl-h$n" type veth peer name "envrl-n$n"
   ip link set "envrl-n$n" netns "$ns"
