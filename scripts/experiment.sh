@@ -25,8 +25,11 @@
 #           baseline training one.
 #   ALFWORLD_DATA / WEBSHOP_DATA select the real data sets as for `envrl train`.
 #
-# The grid can be stopped and started again: finished runs (with eval.json) are kept, runs with
-# a checkpoint continue with --resume, the others start afresh.
+# The grid can be stopped and started again: finished runs (with eval.json, in OUT or in RECORD)
+# are kept, runs with a checkpoint continue with --resume, the others start afresh. A grid longer
+# than one machine's life goes on elsewhere from its RECORD: a seed whose baseline is recorded
+# but whose other arms are not gets its warm start trained again (--warm-start-only) and checked
+# against the recorded warm-start.sha256 (the sha256 of its weights).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,12 +54,20 @@ EXTRA_Q=""
 if (($#)); then EXTRA_Q=$(printf '%q ' "$@"); fi
 export BIN ENV_NAME OUT EXTRA_Q RECORD
 
-job() { # arm aux seed [run directory whose warm start to load]
+job() { # arm aux seed [run directory whose warm start to load | "warm-start-only"]
   local arm=$1 aux=$2 seed=$3 from=${4:-}
   local name="${arm}__$seed" dir start=$SECONDS extra mode=(--force)
   dir="$OUT/$name"
+  if [[ $from == warm-start-only ]]; then
+    warm_start_again "$arm" "$aux" "$seed"
+    return
+  fi
   if [[ -f $dir/eval.json ]]; then
     echo "$dir: done before"
+    return 0
+  fi
+  if [[ -n $RECORD && -f $RECORD/$name/eval.json ]]; then
+    echo "$dir: recorded before in $RECORD/$name"
     return 0
   fi
   if compgen -G "$dir/checkpoints/ckpt-*[0-9]" > /dev/null; then mode=(--resume); fi
@@ -65,7 +76,8 @@ job() { # arm aux seed [run directory whose warm start to load]
     # The baseline of this seed may still be training the warm start: wait for its file
     # (written whole and renamed into place), unless that run failed.
     while [[ ! -f $from/warm-start.bpk ]]; do
-      if [[ -f $from/eval.json ]] || grep -qs "^Error" "$from.log"; then
+      if [[ -f $from/eval.json || -f $from/warm-start.bpk.differs ]] ||
+        grep -qs "^Error" "$from.log"; then
         echo "FAILED: $dir: no warm start in $from"
         return 1
       fi
@@ -80,10 +92,48 @@ job() { # arm aux seed [run directory whose warm start to load]
     mkdir -p "$RECORD/$name"
     cp "$dir/config.toml" "$dir/metrics.jsonl" "$dir/eval.json" "$dir/eval-outcomes.json" \
       "$RECORD/$name/"
+    if [[ -z $from && -f $dir/warm-start.bpk ]]; then
+      weights_sha256 "$dir/warm-start.bpk" > "$RECORD/$name/warm-start.sha256"
+    fi
   fi
   echo "$dir: $((SECONDS - start)) s"
 }
-export -f job
+
+# sha256 of a Burnpack file's tensor data: the file's own bytes also hold parameter ids, which
+# Burn draws at random in each process (header: magic, version, metadata length; the data starts
+# at the next multiple of 256 after the metadata).
+weights_sha256() { # file.bpk
+  python3 - "$1" << 'PY'
+import hashlib, struct, sys
+data = open(sys.argv[1], "rb").read()
+if data[:4] != b"NRUB":
+    sys.exit(f"{sys.argv[1]}: not a Burnpack file")
+(metadata_len,) = struct.unpack_from("<I", data, 6)
+start = -(-(10 + metadata_len) // 256) * 256
+print(hashlib.sha256(data[start:]).hexdigest())
+PY
+}
+
+# The baseline of a seed was recorded by an earlier launch (on another machine, say) but other
+# arms of the seed still need its warm start: train only the warm start, into the baseline's
+# run directory, and check that it is the recorded one byte for byte.
+warm_start_again() { # arm aux seed
+  local arm=$1 aux=$2 seed=$3 extra
+  local name="${arm}__$seed" dir="$OUT/${1}__$3"
+  if [[ -f $dir/warm-start.bpk ]]; then return 0; fi
+  eval "extra=($EXTRA_Q)"
+  "$BIN" train "$ENV_NAME" --quiet --force --warm-start-only --aux "$aux" --seed "$seed" \
+    --output-dir "$dir" "${extra[@]}" >> "$dir.log" 2>&1 ||
+    { echo "FAILED: $dir: the warm start again (see $dir.log)"; return 1; }
+  local recorded="$RECORD/$name/warm-start.sha256"
+  if [[ -f $recorded && $(weights_sha256 "$dir/warm-start.bpk") != "$(cat "$recorded")" ]]; then
+    echo "FAILED: $dir: the warm start trained again has other weights than $recorded"
+    mv "$dir/warm-start.bpk" "$dir/warm-start.bpk.differs"
+    return 1
+  fi
+  echo "$dir: warm start trained again for the arms of seed $seed"
+}
+export -f job warm_start_again weights_sha256
 
 read -r -a arms <<< "$ARMS"
 baseline=${arms[0]%%:*}
@@ -93,15 +143,30 @@ warm_from() { # seed -> the warm start given for it, if any
     if [[ ${item%%:*} == "$1" ]]; then echo "${item#*:}"; fi
   done
 }
+seed_recorded() { # seed -> whether every arm of it is in RECORD
+  local arm
+  for arm in "${arms[@]}"; do
+    [[ -f $RECORD/${arm%%:*}__$1/eval.json ]] || return 1
+  done
+}
 # One queue, seed by seed: the baseline arm first (it trains and saves the seed's warm start
 # unless WARM_FROM gives one), then the other arms, which load it (waiting for it if need be).
 for seed in $SEEDS; do
   given=$(warm_from "$seed")
   # No trailing blank when no warm start is given: `xargs -L` would join the next line on.
-  echo "$baseline ${arms[0]#*:} $seed${given:+ $given}"
+  if [[ -z $given && -n $RECORD && -f $RECORD/${baseline}__$seed/eval.json ]] &&
+    ! seed_recorded "$seed"; then
+    echo "$baseline ${arms[0]#*:} $seed warm-start-only"
+  else
+    echo "$baseline ${arms[0]#*:} $seed${given:+ $given}"
+  fi
   for arm in "${arms[@]:1}"; do
     echo "${arm%%:*} ${arm#*:} $seed ${given:-$OUT/${baseline}__$seed}"
   done
 done | xargs -P "$JOBS" -L 1 bash -c 'job "$0" "$1" "$2" "$3"'
 
-"$BIN" compare "$OUT"/*__*/ --output "$OUT/comparison"
+if [[ -n $RECORD ]]; then
+  "$BIN" compare "$RECORD"/*__*/ --output "$OUT/comparison"
+else
+  "$BIN" compare "$OUT"/*__*/ --output "$OUT/comparison"
+fi
