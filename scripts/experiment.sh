@@ -18,8 +18,8 @@
 #   BIN     an `envrl` binary to use instead of building one (rebuilding while a grid runs would
 #           change the program of its later runs).
 #   RECORD  a folder (e.g. docs/results/runs/NAME) that receives each finished run's
-#           config.toml, metrics.jsonl, eval.json and eval-outcomes.json, so that
-#           `envrl compare` can rebuild the tables.
+#           config.toml, metrics.jsonl, eval.json and eval-outcomes.json (and the baseline's
+#           warm-start.sha256), so that `envrl compare` can rebuild the tables.
 #   WARM_FROM  space-separated SEED:DIR items: every arm of that seed loads DIR/warm-start.bpk
 #           (a warm start trained before, with the same seed and settings) instead of the
 #           baseline training one.
@@ -119,7 +119,8 @@ PY
 # run directory, and check that it is the recorded one byte for byte.
 warm_start_again() { # arm aux seed
   local arm=$1 aux=$2 seed=$3 extra
-  local name="${arm}__$seed" dir="$OUT/${1}__$3"
+  local name="${arm}__$seed"
+  local dir="$OUT/$name"
   if [[ -f $dir/warm-start.bpk ]]; then return 0; fi
   eval "extra=($EXTRA_Q)"
   "$BIN" train "$ENV_NAME" --quiet --force --warm-start-only --aux "$aux" --seed "$seed" \
