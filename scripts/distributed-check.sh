@@ -21,6 +21,7 @@ mpirun --version | head -1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 FEATURES=envrl/mpi,envrl-examples/mpi,envrl-tests/mpi
 cargo clippy -p envrl -p envrl-examples -p envrl-tests --features "$FEATURES" --all-targets -- -D warnings
-cargo test --release -p envrl-tests --features mpi --test data_parallel -- --nocapture 2>&1 \
+# One build for both test targets (the features unified), not one per package.
+cargo test --release -p envrl-tests -p envrl-examples --features "$FEATURES" \
+  --test data_parallel --test distributed_run -- --nocapture 2>&1 \
   | sed '/^\[\(WARN\|INFO\) \]/d'
-cargo test --release -p envrl-examples --features mpi --test distributed_run
