@@ -15,20 +15,11 @@
 #                             # ARMS ("own llama-cpp"); llama.cpp installed as serve-check does
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/envrl}
 ITERATIONS=${ITERATIONS:-3}
-OUT=${OUT:-$(mktemp -d)}
 ARMS=${ARMS:-"own llama-cpp"}
-mkdir -p "$OUT"
-export ENVRL_MODELS=${ENVRL_MODELS:-$HOME/.cache/envrl-models}
-bash scripts/fetch-smollm2.sh "$ENVRL_MODELS" > /dev/null
-ARGS=(train alfworld --config docs/results/configs/smollm2-pick.toml --aux none --quiet
-  --set warmup.steps=0 --set "trainer.iterations=$ITERATIONS" --set trainer.eval_every=0
-  --set trainer.checkpoint_every=0 --set tasks.eval=2 --set rollout.threads=1
-  --set rollout.parallel=8)
+ROLLOUT_THREADS=1
+source bench/lib/smollm2-alfworld.sh
 
-# A run already finished in OUT (one metrics line per iteration) is kept: the bench resumes.
-finished() { [[ -f $OUT/$1/metrics.jsonl && $(wc -l < "$OUT/$1/metrics.jsonl") -eq $ITERATIONS ]]; }
 for arm in $ARMS; do
   case $arm in
     own) threads=2; server=() ;;

@@ -17,20 +17,11 @@
 #                                     # installed as scripts/serve-check.sh does
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/envrl}
 ITERATIONS=${ITERATIONS:-2}
-OUT=${OUT:-$(mktemp -d)}
 SERVERS=${SERVERS:-"llama-cpp vllm"}
-mkdir -p "$OUT"
-export ENVRL_MODELS=${ENVRL_MODELS:-$HOME/.cache/envrl-models}
-bash scripts/fetch-smollm2.sh "$ENVRL_MODELS" > /dev/null
-ARGS=(train alfworld --config docs/results/configs/smollm2-pick.toml --aux none --quiet
-  --set warmup.steps=0 --set "trainer.iterations=$ITERATIONS" --set trainer.eval_every=0
-  --set trainer.checkpoint_every=0 --set tasks.eval=2 --set rollout.threads=2
-  --set rollout.parallel=8)
+ROLLOUT_THREADS=2
+source bench/lib/smollm2-alfworld.sh
 
-# A run already finished in OUT (one metrics line per iteration) is kept: the bench resumes.
-finished() { [[ -f $OUT/$1/metrics.jsonl && $(wc -l < "$OUT/$1/metrics.jsonl") -eq $ITERATIONS ]]; }
 finished own || RAYON_NUM_THREADS=2 "$BIN" "${ARGS[@]}" --force --output-dir "$OUT/own" > /dev/null
 for server in $SERVERS; do
   finished "$server" || RAYON_NUM_THREADS=2 "$BIN" "${ARGS[@]}" --force \
