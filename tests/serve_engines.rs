@@ -29,23 +29,15 @@ use envrl_algos::{CausalLm, HfTokenizer, Pretrained};
 
 use crate::shared_data::smollm2_gguf;
 
-/// The interpreter of `venv` (or `$variable`) that imports `module`; `None` (the test skipped,
-/// saying why) unless `ENVRL_SERVE_CHECK=1`, under which a missing one fails the test.
-fn engine_python(variable: &str, venv: &str, module: &str) -> Option<PathBuf> {
+/// `python` (a spawn config's default interpreter) if it imports `module`; `None` (the test
+/// skipped, saying why) unless `ENVRL_SERVE_CHECK=1`, under which a missing one fails the test.
+fn engine_python(python: PathBuf, module: &str) -> Option<PathBuf> {
     if std::env::var("ENVRL_SERVE_CHECK").as_deref() != Ok("1") {
         eprintln!(
             "{module} serve check: skipped, run by scripts/serve-check.sh (ENVRL_SERVE_CHECK=1)"
         );
         return None;
     }
-    let python = std::env::var_os(variable)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/envrl-tools")
-                .join(venv)
-                .join("bin/python")
-        });
     let ok = Command::new(&python)
         .args(["-c", &format!("import {module}")])
         .output()
@@ -161,7 +153,7 @@ const GREEDY: SamplingParams = SamplingParams {
 
 #[test]
 fn llama_cpp_serves_envrl_s_greedy_tokens_and_log_probabilities() {
-    let Some(python) = engine_python("ENVRL_LLAMA_PYTHON", "llama-venv", "xllamacpp") else {
+    let Some(python) = engine_python(SpawnConfig::default_python(), "xllamacpp") else {
         return;
     };
     let Some(path) = smollm2_gguf("llama.cpp serve check") else {
@@ -218,7 +210,7 @@ impl ModuleMapper for NudgeAdapters {
 /// SmolLM2 (with LoRA adapters of `lora_rank`, when not 0) and a vLLM server that envrl
 /// started for it; `None` (the test skipped, saying why) without vLLM or the model.
 fn spawned_vllm(lora_rank: usize) -> Option<(SpawnedVllm, CausalLm, Arc<HfTokenizer>)> {
-    let python = engine_python("ENVRL_VLLM_PYTHON", "vllm-venv", "vllm")?;
+    let python = engine_python(VllmSpawnConfig::default_python(), "vllm")?;
     let path = smollm2_gguf("vLLM serve check")?;
     let Pretrained {
         model,

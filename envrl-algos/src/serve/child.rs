@@ -107,6 +107,19 @@ impl Drop for ChildServer {
     }
 }
 
+/// The interpreter `$variable` names, else `~/.cache/envrl-tools/<venv>/bin/python` (where
+/// `scripts/serve-check.sh` installs the engines).
+pub(crate) fn tools_python(variable: &str, venv: &str) -> PathBuf {
+    std::env::var_os(variable)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/envrl-tools")
+                .join(venv)
+                .join("bin/python")
+        })
+}
+
 /// The Python interpreter `python` if it can import `module`, else why not.
 pub(crate) fn check_python(python: &Path, module: &str, install: &str) -> Result<PathBuf, String> {
     let found = Command::new(python)

@@ -10,7 +10,7 @@ use envrl::{Generation, PolicyServer, Sampler, SamplingParams};
 use rand_chacha::ChaCha8Rng;
 use tempfile::TempDir;
 
-use super::child::{ChildServer, check_python, free_port};
+use super::child::{ChildServer, check_python, free_port, tools_python};
 use super::pool::server_error;
 use super::{Engine, PoolConfig, ServerPool};
 use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
@@ -36,6 +36,15 @@ pub struct SpawnConfig {
     pub parallel: usize,
     /// How long a start may take.
     pub start_timeout: Duration,
+}
+
+impl SpawnConfig {
+    /// The interpreter a spawned server runs on unless told: `$ENVRL_LLAMA_PYTHON`, else
+    /// `~/.cache/envrl-tools/llama-venv/bin/python` (where `scripts/serve-check.sh` installs
+    /// `xllamacpp`).
+    pub fn default_python() -> PathBuf {
+        tools_python("ENVRL_LLAMA_PYTHON", "llama-venv")
+    }
 }
 
 /// A llama.cpp server started by envrl: each [`PolicyServer::publish`] exports the policy as an

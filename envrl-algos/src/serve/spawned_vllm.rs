@@ -12,7 +12,7 @@ use envrl::{Generation, PolicyServer, Sampler, SamplingParams};
 use rand_chacha::ChaCha8Rng;
 use tempfile::TempDir;
 
-use super::child::{ChildServer, check_python, free_port};
+use super::child::{ChildServer, check_python, free_port, tools_python};
 use super::live::{LiveServers, PolicyFiles};
 use super::pool::server_error;
 use super::{Engine, PoolConfig, ServerPool};
@@ -41,6 +41,15 @@ pub struct VllmSpawnConfig {
     pub max_model_len: usize,
     /// How long the start may take (vLLM on a CPU: about two minutes).
     pub start_timeout: Duration,
+}
+
+impl VllmSpawnConfig {
+    /// The interpreter a spawned server runs on unless told: `$ENVRL_VLLM_PYTHON`, else
+    /// `~/.cache/envrl-tools/vllm-venv/bin/python` (where `scripts/serve-check.sh` installs
+    /// `vllm`).
+    pub fn default_python() -> PathBuf {
+        tools_python("ENVRL_VLLM_PYTHON", "vllm-venv")
+    }
 }
 
 /// The smallest `--max-lora-rank` vLLM accepts that holds `rank`.

@@ -46,18 +46,6 @@ pub struct RolloutConfig {
 }
 
 impl RolloutConfig {
-    fn python(&self, variable: &str, venv: &str) -> PathBuf {
-        self.python
-            .clone()
-            .or_else(|| std::env::var_os(variable).map(PathBuf::from))
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                    .join(".cache/envrl-tools")
-                    .join(venv)
-                    .join("bin/python")
-            })
-    }
-
     /// A one-line description of where the rollouts are sampled, for the run's log.
     pub(crate) fn describe(&self) -> Option<String> {
         Some(match self.server.as_deref()? {
@@ -184,7 +172,10 @@ pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>>
     Ok(Some(match choice {
         ServerChoice::SpawnLlamaCpp => {
             RolloutServer::LlamaCpp(SpawnedLlamaCpp::new(SpawnConfig {
-                python: rollout.python("ENVRL_LLAMA_PYTHON", "llama-venv"),
+                python: rollout
+                    .python
+                    .clone()
+                    .unwrap_or_else(SpawnConfig::default_python),
                 config: pretrained.config,
                 tokenizer,
                 base_model: Some(path.to_path_buf()),
@@ -194,7 +185,10 @@ pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>>
             })?)
         }
         ServerChoice::SpawnVllm => RolloutServer::Vllm(SpawnedVllm::start(VllmSpawnConfig {
-            python: rollout.python("ENVRL_VLLM_PYTHON", "vllm-venv"),
+            python: rollout
+                .python
+                .clone()
+                .unwrap_or_else(VllmSpawnConfig::default_python),
             config: pretrained.config,
             tokenizer,
             base_model: path.to_path_buf(),
