@@ -75,7 +75,7 @@ start_nodes() {
   while [[ $1 != -- ]]; do vars+=("$1") && shift; done
   shift
   # One node after the other: two vLLM engines starting at once on two cores share the
-  # compile cache under ~/.cache/vllm and peak in memory together (one failed to start so in
+  # compile cache under ~/.cache/vllm and peak in memory together (one failed to start that way in
   # a CI run).
   for n in "${NODES[@]}"; do
     # `ip netns exec` and `unshare` exec their commands, so $! is the server's process.
