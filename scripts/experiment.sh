@@ -9,8 +9,10 @@
 #   scripts/experiment.sh [ENV] [extra `envrl train` arguments...]
 #
 # Environment:
-#   ARMS    space-separated NAME:AUX items, AUX as `--aux` takes it (NAME=λ0; =0 a placebo). The
-#           first arm is the baseline that trains the warm start. Default: grpo:none,
+#   ARMS    space-separated NAME:AUX items, AUX as `--aux` takes it (NAME=λ0; =0 a placebo),
+#           optionally followed by `@KEY=VALUE` settings of that arm alone, each passed as
+#           `--set KEY=VALUE` (e.g. `perloss:state_prediction,inverse_dynamics@trainer.clip=per_loss`).
+#           The first arm is the baseline that trains the warm start. Default: grpo:none,
 #           placebo:state-prediction=0,inverse-dynamics=0, both:state-prediction,inverse-dynamics.
 #   SEEDS   default "0 1 2".
 #   JOBS    runs at once (default 2); each gets ${THREADS:-1} rayon threads.
@@ -54,12 +56,21 @@ EXTRA_Q=""
 if (($#)); then EXTRA_Q=$(printf '%q ' "$@"); fi
 export BIN ENV_NAME OUT EXTRA_Q RECORD
 
-job() { # arm aux seed [run directory whose warm start to load | "warm-start-only"]
-  local arm=$1 aux=$2 seed=$3 from=${4:-}
+# The `--set` arguments of an arm's `@KEY=VALUE` settings (none without).
+arm_settings() { # aux[@KEY=VALUE...]
+  local item
+  IFS=@ read -r -a items <<< "$1"
+  for item in "${items[@]:1}"; do printf '%q %q ' --set "$item"; done
+}
+
+job() { # arm aux[@settings] seed [run directory whose warm start to load | "warm-start-only"]
+  local arm=$1 aux=${2%%@*} seed=$3 from=${4:-}
   local name="${arm}__$seed" dir start=$SECONDS extra mode=(--force)
+  local settings_q
+  settings_q=$(arm_settings "$2")
   dir="$OUT/$name"
   if [[ $from == warm-start-only ]]; then
-    warm_start_again "$arm" "$aux" "$seed"
+    warm_start_again "$arm" "$2" "$seed"
     return
   fi
   if [[ -f $dir/eval.json ]]; then
@@ -71,7 +82,7 @@ job() { # arm aux seed [run directory whose warm start to load | "warm-start-onl
     return 0
   fi
   if compgen -G "$dir/checkpoints/ckpt-*[0-9]" > /dev/null; then mode=(--resume); fi
-  eval "extra=($EXTRA_Q)"
+  eval "extra=($EXTRA_Q $settings_q)"
   if [[ -n $from ]]; then
     # The baseline of this seed may still be training the warm start: wait for its file
     # (written whole and renamed into place), unless that run failed.
@@ -117,12 +128,12 @@ PY
 # The baseline of a seed was recorded by an earlier launch (on another machine, say) but other
 # arms of the seed still need its warm start: train only the warm start, into the baseline's
 # run directory, and check that it is the recorded one byte for byte.
-warm_start_again() { # arm aux seed
-  local arm=$1 aux=$2 seed=$3 extra
+warm_start_again() { # arm aux[@settings] seed
+  local arm=$1 aux=${2%%@*} seed=$3 extra
   local name="${arm}__$seed"
   local dir="$OUT/$name"
   if [[ -f $dir/warm-start.bpk ]]; then return 0; fi
-  eval "extra=($EXTRA_Q)"
+  eval "extra=($EXTRA_Q $(arm_settings "$2"))"
   "$BIN" train "$ENV_NAME" --quiet --force --warm-start-only --aux "$aux" --seed "$seed" \
     --output-dir "$dir" "${extra[@]}" >> "$dir.log" 2>&1 ||
     { echo "FAILED: $dir: the warm start again (see $dir.log)"; return 1; }
@@ -134,7 +145,7 @@ warm_start_again() { # arm aux seed
   fi
   echo "$dir: warm start trained again for the arms of seed $seed"
 }
-export -f job warm_start_again weights_sha256
+export -f job warm_start_again weights_sha256 arm_settings
 
 read -r -a arms <<< "$ARMS"
 baseline=${arms[0]%%:*}

@@ -60,6 +60,17 @@ mod under_mpi {
         s
     }
 
+    /// Both objectives with each loss's gradient clipped apart, to a bound that binds.
+    fn grpo_per_loss_clip() -> KeyDoorSettings {
+        let mut s = grpo_both_objectives();
+        s.trainer.clip = envrl::GradClip::PerLoss;
+        s.trainer.max_grad_norm = CLIP_THAT_BINDS;
+        s
+    }
+
+    /// A bound below the keydoor objectives' gradient norms early in training.
+    const CLIP_THAT_BINDS: f64 = 0.05;
+
     fn ppo() -> KeyDoorSettings {
         let mut s = settings();
         s.algorithm.advantage = AdvantageConfig::from_name("ppo").unwrap();
@@ -173,6 +184,13 @@ mod under_mpi {
                 .iter()
                 .any(|(n, _)| n == metric_names::GRAD_NORM)
         );
+        if settings().trainer.max_grad_norm == CLIP_THAT_BINDS {
+            let bound = |m: &Vec<(String, f64)>| {
+                m.iter()
+                    .any(|(n, v)| n == metric_names::CLIP_BOUND && *v > 0.0)
+            };
+            assert!(single.metrics.iter().any(bound), "the clip never bound");
+        }
         for ranks in [2, 3] {
             let Some(report) = launch(ranks, test) else {
                 return;
@@ -186,6 +204,14 @@ mod under_mpi {
         equal_on_one_two_and_three_ranks(
             "under_mpi::grpo_with_both_objectives_trains_the_same_on_one_two_and_three_ranks",
             grpo_both_objectives,
+        );
+    }
+
+    #[test]
+    fn per_loss_clipping_trains_the_same_on_one_two_and_three_ranks() {
+        equal_on_one_two_and_three_ranks(
+            "under_mpi::per_loss_clipping_trains_the_same_on_one_two_and_three_ranks",
+            grpo_per_loss_clip,
         );
     }
 

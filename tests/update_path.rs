@@ -4,7 +4,7 @@
 //! internals, tested where they live.)
 
 use burn::tensor::Device;
-use envrl::{IterationMetrics, LossAggregation, Schedule};
+use envrl::{GradClip, IterationMetrics, LossAggregation, Schedule};
 use envrl_algos::AuxConfig;
 use envrl_examples::keydoor::{KeyDoorSettings, build, envrl_objectives};
 
@@ -166,6 +166,110 @@ fn micro_batching_a_training_iteration_leaves_its_update_unchanged() {
     let (whole, _) = first_update(0, LossAggregation::SeqMeanTokenMean);
     let (single, _) = first_update(1, LossAggregation::SeqMeanTokenMean);
     assert!(relative_difference(&single, &whole) <= 1e-5);
+}
+
+/// Two iterations of both objectives under `clip` with bound `max_norm`, micro-batches of
+/// `micro` rows, gradient diagnostics every `diagnose` steps.
+fn clipped_run(
+    clip: GradClip,
+    max_norm: f64,
+    micro: usize,
+    diagnose: usize,
+) -> (Vec<f32>, Vec<IterationMetrics>) {
+    let mut settings = with_objectives(short_run(5), None);
+    settings.trainer.iterations = 2;
+    settings.trainer.eval_every = 0;
+    settings.trainer.mini_batch_rows = 1024;
+    settings.trainer.clip = clip;
+    settings.trainer.max_grad_norm = max_norm;
+    settings.trainer.micro_batch_rows = micro;
+    settings.trainer.grad_diagnostics_every = diagnose;
+    let mut run = build(&settings, &Device::flex()).unwrap();
+    let metrics = (0..2)
+        .map(|_| run.trainer.train_iteration().unwrap())
+        .collect();
+    (flat_params(run.trainer.policy()), metrics)
+}
+
+#[test]
+fn the_shuffled_control_never_trains_on_a_real_target() {
+    let mut settings = short_run(7);
+    let control = |c: AuxConfig| c.shuffled().unwrap();
+    let measured = |c: AuxConfig| c.with_lambda0(0.0);
+    settings.algorithm.aux = envrl_objectives().into_iter().map(control).collect();
+    settings
+        .algorithm
+        .aux
+        .extend(envrl_objectives().into_iter().map(measured));
+    let (metrics, ..) = run(&settings);
+    for m in &metrics {
+        for name in ["state_prediction", "inverse_dynamics"] {
+            let share = |n: &str| m.get(&format!("aux/real_target_share/{n}")).unwrap();
+            assert_eq!(share(&format!("{name}_shuffled")), 0.0, "{name}");
+            assert_eq!(share(name), 1.0, "{name}");
+            assert!(m.get(&format!("aux/examples/{name}_shuffled")).unwrap() > 0.0);
+        }
+    }
+}
+
+#[test]
+fn clip_modes_equal_the_global_clip_bit_for_bit_where_nothing_binds() {
+    // A bound no norm reaches, with and without the diagnostics (which sum the parts apart).
+    for diagnose in [0, 1] {
+        let (global, gm) = clipped_run(GradClip::Global, 1e6, 0, diagnose);
+        for clip in [GradClip::PerLoss, GradClip::AuxRatio(1e6)] {
+            let (other, om) = clipped_run(clip, 1e6, 0, diagnose);
+            assert_eq!(global, other, "{clip:?}, diagnostics every {diagnose}");
+            for (a, b) in gm.iter().zip(&om) {
+                assert_eq!(shared_metrics(a), shared_metrics(b), "{clip:?}");
+                assert_eq!(b.get("optim/clip_bound"), Some(0.0));
+                assert_eq!(b.get("optim/actor_grad_factor"), Some(1.0));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_per_loss_clip_spares_the_policy_what_the_global_clip_takes() {
+    let bound = 0.05;
+    let (global, gm) = clipped_run(GradClip::Global, bound, 0, 1);
+    let (per_loss, pm) = clipped_run(GradClip::PerLoss, bound, 0, 1);
+    assert_ne!(global, per_loss);
+    let get = |m: &IterationMetrics, k: &str| m.get(k).unwrap();
+    // One optimizer step an iteration: the factors follow from the norms the run logged.
+    for (g, p) in gm.iter().zip(&pm) {
+        assert_eq!(get(g, "optim/steps"), 1.0);
+        let norm = get(g, "optim/grad_norm");
+        assert!(norm > bound, "the global clip must bind: {norm}");
+        assert_eq!(get(g, "optim/clip_bound"), 1.0);
+        let global_factor = get(g, "optim/actor_grad_factor");
+        assert!(
+            (global_factor - bound / (norm + 1e-6)).abs() < 1e-9,
+            "{global_factor}"
+        );
+        let actor = get(p, "grad/actor_norm");
+        let expected = if actor > bound {
+            bound / (actor + 1e-6)
+        } else {
+            1.0
+        };
+        let factor = get(p, "optim/actor_grad_factor");
+        assert!(
+            (factor - expected).abs() < 1e-6 * expected,
+            "{factor} vs {expected}"
+        );
+        assert!(factor > global_factor, "the policy's step is shrunk less");
+        // Each part within the bound, so their sum within the parts' count times it.
+        assert!(get(p, "optim/grad_norm") <= 3.0 * bound + 1e-6);
+    }
+    // Micro-batches of 4 and 1 rows clip the same parts to the same update.
+    for micro in [4, 1] {
+        let (parts, _) = clipped_run(GradClip::PerLoss, bound, micro, 1);
+        let diff = relative_difference(&parts, &per_loss);
+        assert!(diff <= 1e-5, "micro {micro}: {diff}");
+    }
+    let (without_diagnostics, _) = clipped_run(GradClip::PerLoss, bound, 0, 0);
+    assert!(relative_difference(&without_diagnostics, &per_loss) <= 1e-6);
 }
 
 #[test]

@@ -38,18 +38,24 @@ impl AuxConfig {
             Schedule::Linear { start } => format!("linear {start}"),
             Schedule::Cosine { start } => format!("cosine {start}"),
         };
-        let shuffled = match self.targets() {
-            Targets::Shuffled => ":shuffled",
-            Targets::Own => "",
+        let control = match self.targets().suffix() {
+            Some(suffix) => format!(":{suffix}"),
+            None => String::new(),
         };
-        format!("{}{shuffled}({schedule})", self.name())
+        format!("{}{control}({schedule})", self.name())
     }
 
     /// The objective's shuffled-target control: the same loss, weight, prompts and budgets, with
-    /// each example's target taken from another transition of the same iteration. `None` for
-    /// objectives without one.
-    pub fn shuffled(mut self) -> Option<Self> {
-        *self.targets_mut()? = Targets::Shuffled;
+    /// each example's target taken from another transition of the same iteration whose target
+    /// differs from its own. `None` for objectives without one.
+    pub fn shuffled(self) -> Option<Self> {
+        self.with_targets(Targets::Shuffled)
+    }
+
+    /// The objective trained on `targets` ([`Targets`]); `None` for objectives without a
+    /// control.
+    pub fn with_targets(mut self, targets: Targets) -> Option<Self> {
+        *self.targets_mut()? = targets;
         Some(self)
     }
 

@@ -48,7 +48,7 @@ pub use algorithm::{AdvantageConfig, AlgorithmConfig, AlgorithmParts, AuxConfig}
 pub use auxiliary::{
     AuxSource, InSequenceConfig, InSequenceStatePrediction, InverseDynamics, InverseDynamicsConfig,
     ObjectiveConfig, StatePrediction, StatePredictionConfig, Targets, Transition, TransitionFilter,
-    inverse_dynamics_prompt, state_prediction_prompt,
+    inverse_dynamics_prompt, retarget, state_prediction_prompt,
 };
 pub use critic::{CriticConfig, LmCritic, ValueModel, clipped_value_loss};
 pub use error::{Error, Result};

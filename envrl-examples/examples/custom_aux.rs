@@ -62,12 +62,10 @@ impl AuxObjective for RewardPrediction {
                 } else {
                     "nothing"
                 };
-                AuxExample {
-                    row: ScoreRow {
-                        context: tokenizer.encode_prompt(&prompt),
-                        target: tokenizer.encode_response(outcome),
-                    },
-                }
+                AuxExample::own(ScoreRow {
+                    context: tokenizer.encode_prompt(&prompt),
+                    target: tokenizer.encode_response(outcome),
+                })
             })
             .collect()
     }

@@ -81,7 +81,7 @@ pub use trainer::{
     read_whole, save_checkpoint, settle_checkpoint, verify_checkpoint,
 };
 pub use trainer::{
-    AuxStream, IterationMetrics, JsonlSink, LossAggregation, MetricsSink, RunStreams,
+    AuxStream, GradClip, IterationMetrics, JsonlSink, LossAggregation, MetricsSink, RunStreams,
     TrainerConfig, TrainerConfigBuilder, metric_names,
 };
 pub use trajectory::{RolloutBatch, RowRef, Step, Trajectory};

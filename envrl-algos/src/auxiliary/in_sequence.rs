@@ -84,9 +84,7 @@ impl AuxObjective for InSequenceStatePrediction {
                         target.pop();
                     }
                 }
-                AuxExample {
-                    row: ScoreRow { context, target },
-                }
+                AuxExample::own(ScoreRow { context, target })
             })
             .collect()
     }

@@ -16,7 +16,7 @@ use envrl::{ActionForm, AuxExample, AuxObjective, RolloutBatch, Schedule, Tokeni
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::auxiliary::{ObjectiveConfig, Targets, TransitionFilter};
+use crate::auxiliary::{ObjectiveConfig, Targets, TransitionFilter, retarget};
 
 /// Inverse-dynamics settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,7 +28,8 @@ pub struct InverseDynamicsConfig {
     pub transitions: TransitionFilter,
     /// Whose targets are trained on: each transition's own (the default), or another
     /// transition's of the same iteration (`shuffled`: the control, named
-    /// `inverse_dynamics_shuffled` in metrics and `inverse_dynamics:shuffled` in labels and on the command line).
+    /// `inverse_dynamics_shuffled` in metrics and `inverse_dynamics:shuffled` in labels and on
+    /// the command line; `shuffled_any`: the earlier control, [`Targets::ShuffledAny`]).
     #[serde(default, skip_serializing_if = "Targets::is_own")]
     pub targets: Targets,
     /// Append the admissible list to the prompt. Default false.
@@ -79,6 +80,7 @@ impl AuxObjective for InverseDynamics {
         match self.config.targets {
             Targets::Own => <InverseDynamicsConfig as ObjectiveConfig>::NAME,
             Targets::Shuffled => "inverse_dynamics_shuffled",
+            Targets::ShuffledAny => "inverse_dynamics_shuffled_any",
         }
     }
 
@@ -101,30 +103,24 @@ impl AuxObjective for InverseDynamics {
         let t = &c.transitions;
         let budgets = t.budgets(world);
         let form = c.target.unwrap_or(world.actions);
-        let sampled = t.sample(batch, world, rng);
-        let Some(donors) = c.targets.donors(sampled.len(), rng) else {
-            return Vec::new();
-        };
-        sampled
+        let rows = t
+            .sample(batch, world, rng)
             .iter()
-            .zip(donors)
-            .map(|(x, donor)| {
+            .map(|x| {
                 let mut fields = vec![x.observation.to_string(), x.next_observation.to_string()];
                 let admissible = c.show_admissible.then_some(x.admissible);
                 let render = |f: &[String]| {
                     let description = &world.description;
                     inverse_dynamics_prompt(description, x.task, &f[0], &f[1], admissible)
                 };
-                let action = sampled[donor].action;
                 let target = match form {
-                    ActionForm::Tagged => format!("<action>{action}</action>"),
-                    ActionForm::Bare => action.to_string(),
+                    ActionForm::Tagged => format!("<action>{}</action>", x.action),
+                    ActionForm::Bare => x.action.to_string(),
                 };
-                AuxExample {
-                    row: TransitionFilter::tokenize(budgets, tokenizer, &mut fields, render, &target),
-                }
+                TransitionFilter::tokenize(budgets, tokenizer, &mut fields, render, &target)
             })
-            .collect()
+            .collect();
+        retarget(self.name(), c.targets, rows, rng)
     }
 }
 impl ObjectiveConfig for InverseDynamicsConfig {

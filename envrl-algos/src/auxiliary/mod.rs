@@ -9,7 +9,7 @@ use envrl::{AuxObjective, Schedule};
 use serde::{Deserialize, Serialize};
 
 mod transitions;
-pub use transitions::{AuxSource, Targets, Transition, TransitionFilter};
+pub use transitions::{AuxSource, Targets, Transition, TransitionFilter, retarget};
 
 /// What [`AuxConfig`] needs of a built-in objective's settings.
 pub trait ObjectiveConfig: Clone + Default + PartialEq + std::fmt::Debug {

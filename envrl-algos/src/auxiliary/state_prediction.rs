@@ -17,7 +17,7 @@ use envrl::{AuxExample, AuxObjective, RolloutBatch, Schedule, Tokenizer, WorldIn
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::auxiliary::{ObjectiveConfig, Targets, TransitionFilter};
+use crate::auxiliary::{ObjectiveConfig, Targets, TransitionFilter, retarget};
 
 /// State-prediction settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,7 +29,8 @@ pub struct StatePredictionConfig {
     pub transitions: TransitionFilter,
     /// Whose targets are trained on: each transition's own (the default), or another
     /// transition's of the same iteration (`shuffled`: the control, named
-    /// `state_prediction_shuffled` in metrics and `state_prediction:shuffled` in labels and on the command line).
+    /// `state_prediction_shuffled` in metrics and `state_prediction:shuffled` in labels and on
+    /// the command line; `shuffled_any`: the earlier control, [`Targets::ShuffledAny`]).
     #[serde(default, skip_serializing_if = "Targets::is_own")]
     pub targets: Targets,
 }
@@ -63,6 +64,7 @@ impl AuxObjective for StatePrediction {
         match self.config.targets {
             Targets::Own => <StatePredictionConfig as ObjectiveConfig>::NAME,
             Targets::Shuffled => "state_prediction_shuffled",
+            Targets::ShuffledAny => "state_prediction_shuffled_any",
         }
     }
 
@@ -88,26 +90,22 @@ impl AuxObjective for StatePrediction {
     ) -> Vec<AuxExample> {
         let t = &self.config.transitions;
         let budgets = t.budgets(world);
-        let sampled = t.sample(batch, world, rng);
-        let Some(donors) = self.config.targets.donors(sampled.len(), rng) else {
-            return Vec::new();
-        };
-        sampled
+        let rows = t
+            .sample(batch, world, rng)
             .iter()
-            .zip(donors)
-            .map(|(x, donor)| {
+            .map(|x| {
                 let mut fields = vec![x.observation.to_string()];
                 let render = |f: &[String]| {
                     state_prediction_prompt(&world.description, x.task, &f[0], x.action)
                 };
-                let target = sampled[donor].next_observation;
-                AuxExample {
-                    row: TransitionFilter::tokenize(budgets, tokenizer, &mut fields, render, target),
-                }
+                let target = x.next_observation;
+                TransitionFilter::tokenize(budgets, tokenizer, &mut fields, render, target)
             })
-            .collect()
+            .collect();
+        retarget(self.name(), self.config.targets, rows, rng)
     }
 }
+
 impl ObjectiveConfig for StatePredictionConfig {
     const NAME: &'static str = "state_prediction";
 

@@ -1,7 +1,7 @@
 //! What EnvRL's auxiliary objectives share: which transitions are eligible, how many are used,
 //! and how over-long texts are truncated (ENVRL.md §4.4).
 
-use envrl::{ExampleBudgets, RolloutBatch, ScoreRow, Tokenizer, WorldInfo};
+use envrl::{AuxExample, ExampleBudgets, RolloutBatch, ScoreRow, Tokenizer, WorldInfo};
 use rand::Rng;
 use rand::seq::index::sample;
 use rand_chacha::ChaCha8Rng;
@@ -26,10 +26,16 @@ pub enum Targets {
     /// The transition's own (the objective).
     #[default]
     Own,
-    /// Another transition's of the same iteration, drawn from the objective's own stream: the
-    /// same loss, weight, prompts and budgets, with no information about this transition's
-    /// dynamics (the control).
+    /// Another transition's of the same iteration whose target differs from the example's own,
+    /// drawn from the objective's own stream: the same loss, weight, prompts and budgets, with no
+    /// information about this transition's dynamics (the control). An example for which the
+    /// iteration holds no different target is left out (and a warning says how many).
     Shuffled,
+    /// Any other transition's of the same iteration, drawn uniformly, whose target may equal the
+    /// example's own (a GRPO group plays one task several times, so another transition can carry
+    /// the same state, action and outcome). The control of the grids run before 2026-12-07,
+    /// kept to measure how often that happened and to rerun them.
+    ShuffledAny,
 }
 
 impl Targets {
@@ -38,23 +44,86 @@ impl Targets {
         *self == Targets::Own
     }
 
-    /// For each of `n` examples, the transition whose target it is trained on: itself, or under
-    /// [`Targets::Shuffled`] another one drawn uniformly from `rng` (`None` with fewer than two:
-    /// there is no other, so no example).
-    pub fn donors(self, n: usize, rng: &mut ChaCha8Rng) -> Option<Vec<usize>> {
+    /// The suffix of a control's name and label: `shuffled` or `shuffled_any`; `None` for
+    /// the objective itself.
+    pub fn suffix(self) -> Option<&'static str> {
         match self {
-            Targets::Own => Some((0..n).collect()),
-            Targets::Shuffled if n < 2 => None,
-            Targets::Shuffled => Some(
-                (0..n)
-                    .map(|i| {
-                        let j = rng.random_range(0..n - 1);
-                        if j >= i { j + 1 } else { j }
-                    })
-                    .collect(),
-            ),
+            Targets::Own => None,
+            Targets::Shuffled => Some("shuffled"),
+            Targets::ShuffledAny => Some("shuffled_any"),
         }
     }
+
+    /// For each example, given every example's own target tokens, the example whose target it
+    /// is trained on: itself; under [`Targets::Shuffled`] one drawn uniformly from `rng` among
+    /// those whose target differs (`None` when none does: the example is left out); under
+    /// [`Targets::ShuffledAny`] any other one (`None` for all with fewer than two examples).
+    pub fn donors(self, own: &[Vec<u32>], rng: &mut ChaCha8Rng) -> Vec<Option<usize>> {
+        let n = own.len();
+        match self {
+            Targets::Own => (0..n).map(Some).collect(),
+            Targets::ShuffledAny if n < 2 => vec![None; n],
+            Targets::ShuffledAny => (0..n)
+                .map(|i| {
+                    let j = rng.random_range(0..n - 1);
+                    Some(if j >= i { j + 1 } else { j })
+                })
+                .collect(),
+            Targets::Shuffled => (0..n)
+                .map(|i| {
+                    let others: Vec<usize> = (0..n).filter(|&j| own[j] != own[i]).collect();
+                    match others.len() {
+                        0 => None,
+                        k => Some(others[rng.random_range(0..k)]),
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Turns an objective's examples, each with its own target (`rows`, in the order of its
+/// sampled transitions), into what it trains on: the same rows, or under a control each prompt
+/// with the target of the example [`Targets::donors`] draws from `rng`. Every example records
+/// whether its target is its own ([`AuxExample::real_target`]). Examples left without a target
+/// are dropped with a warning naming the objective `name`.
+pub fn retarget(
+    name: &str,
+    targets: Targets,
+    rows: Vec<ScoreRow>,
+    rng: &mut ChaCha8Rng,
+) -> Vec<AuxExample> {
+    if targets.is_own() {
+        return rows.into_iter().map(AuxExample::own).collect();
+    }
+    let own: Vec<Vec<u32>> = rows.iter().map(|r| r.target.clone()).collect();
+    let donors = targets.donors(&own, rng);
+    let left_out = donors.iter().filter(|d| d.is_none()).count();
+    if left_out > 0 {
+        let why = match targets {
+            Targets::Shuffled => "with a target different from their own",
+            _ => "",
+        };
+        log::warn!(
+            "objective `{name}`: {left_out} of {} examples found no other transition {why} in \
+             this iteration and were left out",
+            rows.len()
+        );
+    }
+    rows.into_iter()
+        .zip(donors)
+        .enumerate()
+        .filter_map(|(i, (row, donor))| {
+            let donor = donor?;
+            Some(AuxExample {
+                real_target: own[donor] == own[i],
+                row: ScoreRow {
+                    context: row.context,
+                    target: own[donor].clone(),
+                },
+            })
+        })
+        .collect()
 }
 
 /// Settings shared by state prediction and inverse dynamics. The world's own facts (its
@@ -227,16 +296,89 @@ mod tests {
     use rand::SeedableRng;
 
     #[test]
-    fn shuffled_targets_come_from_another_transition() {
+    fn shuffled_targets_come_from_another_transition_with_a_different_target() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        assert_eq!(Targets::Own.donors(3, &mut rng), Some(vec![0, 1, 2]));
-        assert_eq!(Targets::Shuffled.donors(1, &mut rng), None);
-        let donors = Targets::Shuffled.donors(500, &mut rng).unwrap();
-        assert!(donors.iter().enumerate().all(|(i, &d)| d != i && d < 500));
-        // Every other transition is a donor now and then (uniform draws, not a fixed shift).
-        let distinct: std::collections::BTreeSet<usize> = donors.iter().copied().collect();
-        assert!(distinct.len() > 250, "{}", distinct.len());
-        assert_eq!(Targets::Shuffled.donors(2, &mut rng), Some(vec![1, 0]));
+        let distinct: Vec<Vec<u32>> = (0..500).map(|i| vec![i]).collect();
+        assert_eq!(
+            Targets::Own.donors(&distinct[..3], &mut rng),
+            vec![Some(0), Some(1), Some(2)]
+        );
+        for targets in [Targets::Shuffled, Targets::ShuffledAny] {
+            assert_eq!(targets.donors(&distinct[..1], &mut rng), vec![None]);
+            let donors = targets.donors(&distinct, &mut rng);
+            assert!(
+                donors
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &d)| d.is_some_and(|d| d != i && d < 500))
+            );
+            // Every other transition is a donor now and then (uniform draws, not a fixed shift).
+            let used: std::collections::BTreeSet<_> = donors.iter().copied().collect();
+            assert!(used.len() > 250, "{}", used.len());
+            assert_eq!(
+                targets.donors(&distinct[..2], &mut rng),
+                vec![Some(1), Some(0)]
+            );
+        }
+        // A GRPO group plays one task several times: transitions 0, 1 and 3 share a target.
+        let same = vec![vec![7], vec![7], vec![8], vec![7]];
+        for _ in 0..50 {
+            let donors = Targets::Shuffled.donors(&same, &mut rng);
+            assert_eq!(donors, vec![Some(2), Some(2), donors[2], Some(2)]);
+            assert!(matches!(donors[2], Some(0 | 1 | 3)));
+        }
+        // The earlier control draws any other one, its own target included.
+        let any: Vec<_> = (0..200)
+            .flat_map(|_| Targets::ShuffledAny.donors(&same, &mut rng))
+            .collect();
+        assert!(any.contains(&Some(1)) && any.contains(&Some(3)));
+        // No different target at all: nothing to draw.
+        assert_eq!(
+            Targets::Shuffled.donors(&[vec![7], vec![7]], &mut rng),
+            vec![None, None]
+        );
+    }
+
+    #[test]
+    fn a_control_never_trains_on_the_real_target_and_says_when_it_cannot_draw_another() {
+        let row = |context: u32, target: u32| ScoreRow {
+            context: vec![context],
+            target: vec![target, 0],
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        // Two identical transitions and a different one (duplicates within a GRPO group).
+        let rows = vec![row(1, 7), row(2, 7), row(3, 8)];
+        for _ in 0..20 {
+            let control = retarget("c", Targets::Shuffled, rows.clone(), &mut rng);
+            assert_eq!(control.len(), 3);
+            assert!(control.iter().all(|e| !e.real_target));
+            // Each keeps its prompt and takes a target different from its own.
+            for (e, own) in control.iter().zip(&rows) {
+                assert_eq!(e.row.context, own.context);
+                assert_ne!(e.row.target, own.target);
+            }
+        }
+        // The earlier control trains on the real target whenever it draws the twin.
+        let shares: Vec<usize> = (0..200)
+            .map(|_| {
+                let any = retarget("c", Targets::ShuffledAny, rows.clone(), &mut rng);
+                any.iter().filter(|e| e.real_target).count()
+            })
+            .collect();
+        assert!(shares.iter().any(|&n| n > 0), "{shares:?}");
+        // Only duplicates, or a single transition: no example at all, never the real target.
+        let twins = vec![row(1, 7), row(2, 7)];
+        assert!(retarget("c", Targets::Shuffled, twins.clone(), &mut rng).is_empty());
+        assert!(retarget("c", Targets::Shuffled, vec![row(1, 7)], &mut rng).is_empty());
+        let any = retarget("c", Targets::ShuffledAny, twins, &mut rng);
+        assert!(
+            any.iter().all(|e| e.real_target),
+            "twins trade equal targets"
+        );
+        // The objective itself trains on its own.
+        let own = retarget("o", Targets::Own, rows.clone(), &mut rng);
+        assert!(own.iter().all(|e| e.real_target));
+        assert_eq!(own.iter().map(|e| e.row.clone()).collect::<Vec<_>>(), rows);
     }
     use crate::test_support::batch;
     use crate::{InverseDynamics, StatePrediction, WordTokenizer};

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use envrl::TrainerConfig;
-use envrl_algos::{AdvantageConfig, AlgorithmConfig, AuxConfig, LmConfig};
+use envrl_algos::{AdvantageConfig, AlgorithmConfig, AuxConfig, LmConfig, Targets};
 use serde::{Deserialize, Serialize};
 
 use crate::device::DType;
@@ -445,7 +445,8 @@ impl RunConfig {
 
 impl RunConfig {
     /// One `--aux` item: `NAME` or `NAME=λ0`, where `NAME` may end in `:shuffled` (the
-    /// objective's shuffled-target control).
+    /// objective's shuffled-target control) or `:shuffled_any` (the earlier control, whose
+    /// targets may equal the real ones).
     fn aux_from_arg(&self, item: &str) -> Result<AuxConfig> {
         let (name, lambda0) = match item.split_once('=') {
             Some((name, value)) => {
@@ -472,12 +473,18 @@ impl RunConfig {
         })?;
         let config = match variant {
             None => config,
-            Some("shuffled") => config.shuffled().with_context(|| {
-                format!("--aux `{item}`: {name} has no shuffled-target control")
-            })?,
+            Some(variant @ ("shuffled" | "shuffled_any")) => {
+                let targets = match variant {
+                    "shuffled" => Targets::Shuffled,
+                    _ => Targets::ShuffledAny,
+                };
+                config.with_targets(targets).with_context(|| {
+                    format!("--aux `{item}`: {name} has no shuffled-target control")
+                })?
+            }
             Some(other) => bail!(
-                "--aux `{item}`: unknown variant `{other}` of {name}; expected `{name}` or \
-                 `{name}:shuffled`"
+                "--aux `{item}`: unknown variant `{other}` of {name}; expected `{name}`, \
+                 `{name}:shuffled` or `{name}:shuffled_any`"
             ),
         };
         Ok(match lambda0 {

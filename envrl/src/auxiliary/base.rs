@@ -11,6 +11,20 @@ use crate::trajectory::RolloutBatch;
 pub struct AuxExample {
     /// Context (masked out of the loss) and target (trained) tokens.
     pub row: ScoreRow,
+    /// Whether the target is the one this example's own transition gives: true for an
+    /// objective's examples, and what a control that trains on other transitions' targets must
+    /// avoid (the trainer logs the share as `aux/real_target_share/<name>`).
+    pub real_target: bool,
+}
+
+impl AuxExample {
+    /// An example trained on its own target.
+    pub fn own(row: ScoreRow) -> Self {
+        Self {
+            row,
+            real_target: true,
+        }
+    }
 }
 
 /// An auxiliary objective trained jointly with the RL objective, such as EnvRL's state

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::policy::{RolloutWeights, SamplingParams};
-use crate::trainer::LossAggregation;
+use crate::trainer::{GradClip, LossAggregation};
 
 /// The settings of a training run that do not depend on the algorithm.
 ///
@@ -54,8 +54,13 @@ pub struct TrainerConfig {
     pub learning_rate: f64,
     /// AdamW decoupled weight decay. Default 0.
     pub weight_decay: f64,
-    /// Global gradient-norm clip. Default 1.0.
+    /// Gradient-norm clip. Default 1.0.
     pub max_grad_norm: f64,
+    /// How `max_grad_norm` applies: to the summed gradient (`global`, the default), to the
+    /// policy's and each objective's gradient apart (`per_loss`), or with each objective's
+    /// capped at a multiple of the policy's first (`{ aux_ratio = r }`) ([`GradClip`]).
+    #[serde(skip_serializing_if = "GradClip::is_global")]
+    pub clip: GradClip,
     /// Sampling during training rollouts. Default temperature 1, top-p 1, 16 tokens.
     pub sampling: SamplingParams,
     /// Sampling during evaluation. Default temperature 0.4 (verl-agent validation), 16 tokens.
@@ -146,6 +151,7 @@ impl TrainerConfig {
             learning_rate: 3e-4,
             weight_decay: 0.0,
             max_grad_norm: 1.0,
+            clip: GradClip::Global,
             sampling: replies.clone(),
             eval_sampling: SamplingParams {
                 temperature: 0.4,
@@ -311,6 +317,21 @@ impl TrainerConfig {
                     format!("must be ≥ 0 and finite, got {value}"),
                 ));
             }
+        }
+        if let GradClip::AuxRatio(ratio) = self.clip
+            && !(ratio.is_finite() && ratio > 0.0)
+        {
+            return Err(Error::config(
+                "clip.aux_ratio",
+                format!("must be positive and finite, got {ratio}"),
+            ));
+        }
+        if self.clip == GradClip::PerLoss && self.max_grad_norm == 0.0 {
+            return Err(Error::config(
+                "clip",
+                "per_loss clips each loss's gradient to max_grad_norm, which is 0 (no clip): \
+                 set a bound or use the global clip",
+            ));
         }
         for (prefix, s) in [
             ("sampling", &self.sampling),

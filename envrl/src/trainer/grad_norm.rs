@@ -1,6 +1,10 @@
+//! Gradient norms, scaling and the global clip over a module's gradients.
+
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
+
+use crate::trainer::GradClip;
 
 struct SquaredNorm<'a> {
     grads: &'a GradientsParams,
@@ -71,14 +75,39 @@ pub fn clip_global_grad_norm<M: Module>(
     if !norm.is_finite() {
         return None;
     }
-    if max_norm > 0.0 && norm > max_norm {
-        let mut visitor = Scale {
-            grads,
-            factor: max_norm / (norm + 1e-6),
-        };
-        module.visit(&mut visitor);
+    let factor = GradClip::global_factor(max_norm, norm);
+    if factor != 1.0 {
+        scale_grads(module, grads, factor);
     }
     Some(norm)
+}
+
+/// Multiplies every gradient of `module` by `factor`.
+pub fn scale_grads<M: Module>(module: &M, grads: &mut GradientsParams, factor: f64) {
+    module.visit(&mut Scale { grads, factor });
+}
+
+struct Copy<'a> {
+    from: &'a GradientsParams,
+    into: GradientsParams,
+}
+
+impl ModuleVisitor for Copy<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if let Some(grad) = self.from.get::<D>(param.id) {
+            self.into.register(param.id, grad);
+        }
+    }
+}
+
+/// A copy of the gradients of `module` (the tensors are shared until one is changed).
+pub fn copy_grads<M: Module>(module: &M, grads: &GradientsParams) -> GradientsParams {
+    let mut visitor = Copy {
+        from: grads,
+        into: GradientsParams::new(),
+    };
+    module.visit(&mut visitor);
+    visitor.into
 }
 
 #[cfg(test)]

@@ -31,6 +31,14 @@ impl AuxBatch {
         self.examples.iter().map(|e| e.row.target.len()).collect()
     }
 
+    /// The fraction of the examples trained on their own transition's target
+    /// ([`AuxExample::real_target`]; 0 without examples): 1 for an objective, and for a
+    /// control what it must keep at 0.
+    pub fn real_target_share(&self) -> f64 {
+        let real = self.examples.iter().filter(|e| e.real_target).count();
+        real as f64 / self.examples.len().max(1) as f64
+    }
+
     /// The fraction of the examples' target tokens that are `unk` (0 without targets).
     pub fn unknown_target_rate(&self, unk: u32) -> f64 {
         let (unknown, total) = self.examples.iter().fold((0, 0), |(u, t), e| {
@@ -256,9 +264,8 @@ mod tests {
 
     #[test]
     fn the_unknown_target_rate_counts_target_tokens_only() {
-        let row = |context: Vec<u32>, target: Vec<u32>| AuxExample {
-            row: ScoreRow { context, target },
-        };
+        let row =
+            |context: Vec<u32>, target: Vec<u32>| AuxExample::own(ScoreRow { context, target });
         // Unknown tokens (2) in the context do not count; 3 of the 4 target tokens are 2.
         let batch = AuxBatch {
             examples: vec![row(vec![2, 2], vec![2, 5]), row(vec![1], vec![2, 2])],
@@ -287,12 +294,10 @@ mod tests {
     }
 
     fn example(context: usize, target: usize) -> AuxExample {
-        AuxExample {
-            row: ScoreRow {
-                context: vec![1; context],
-                target: vec![2; target],
-            },
-        }
+        AuxExample::own(ScoreRow {
+            context: vec![1; context],
+            target: vec![2; target],
+        })
     }
 
     #[test]

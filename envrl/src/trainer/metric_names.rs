@@ -17,8 +17,14 @@ pub const NONFINITE_ROWS: &str = "advantage/nonfinite_rows";
 pub const LOSS_TOTAL: &str = "loss/total";
 /// AdamW's learning rate.
 pub const LR: &str = "optim/lr";
-/// The global gradient norm before clipping (mean over optimizer steps).
+/// The summed gradient's norm before the global clip (with `trainer.clip = "per_loss"`, after
+/// each part was clipped; mean over optimizer steps).
 pub const GRAD_NORM: &str = "optim/grad_norm";
+/// The share of optimizer steps whose gradient the clip scaled down, in any part.
+pub const CLIP_BOUND: &str = "optim/clip_bound";
+/// The factor the clip multiplied the policy's own gradient by (1: untouched; mean over
+/// optimizer steps).
+pub const ACTOR_GRAD_FACTOR: &str = "optim/actor_grad_factor";
 /// Optimizer steps planned this iteration.
 pub const STEPS: &str = "optim/steps";
 /// Optimizer steps skipped because a loss or the gradient norm was not finite.
@@ -80,7 +86,7 @@ pub const EVAL_RETURN: &str = "eval/return";
 
 /// Every fixed name above, for documentation checks. The actor loss and the critic add their
 /// own (`loss/policy`, `loss/value`, …).
-pub const ALL: [&str; 33] = [
+pub const ALL: [&str; 35] = [
     EPISODE_SUCCESS,
     EPISODE_RETURN,
     EPISODE_LENGTH,
@@ -89,6 +95,8 @@ pub const ALL: [&str; 33] = [
     LOSS_TOTAL,
     LR,
     GRAD_NORM,
+    CLIP_BOUND,
+    ACTOR_GRAD_FACTOR,
     STEPS,
     SKIPPED_STEPS,
     GRAD_ACTOR_NORM,
@@ -142,11 +150,12 @@ pub fn agree_within_rounding(name: &str, a: f64, b: f64) -> bool {
 }
 
 /// The prefixes of the per-objective names, for documentation checks.
-pub const AUX_PREFIXES: [&str; 8] = [
+pub const AUX_PREFIXES: [&str; 9] = [
     "loss/aux/",
     "aux/lambda/",
     "aux/examples/",
     "aux/dropped/",
+    "aux/real_target_share/",
     "aux/tokens/",
     "grad/aux_norm/",
     "grad/aux_cos/",
@@ -171,6 +180,12 @@ pub fn aux_examples(name: &str) -> String {
 /// The examples of objective `name` dropped as empty or over `max_aux_tokens`.
 pub fn aux_dropped(name: &str) -> String {
     format!("aux/dropped/{name}")
+}
+
+/// The share of objective `name`'s examples trained on their own transition's target: 1 for an
+/// objective, 0 for a shuffled-target control that carries no information about the dynamics.
+pub fn aux_real_target_share(name: &str) -> String {
+    format!("aux/real_target_share/{name}")
 }
 
 /// The target tokens of objective `name`'s examples this iteration.

@@ -12,6 +12,7 @@ mod config;
 mod crash_point;
 #[cfg(feature = "burn")]
 mod finite;
+mod grad_clip;
 #[cfg(feature = "burn")]
 mod grad_norm;
 #[cfg(feature = "burn")]
@@ -46,8 +47,9 @@ pub use config::{TrainerConfig, TrainerConfigBuilder};
 pub use crash_point::{CHECKPOINT_STEPS, CRASH_AT_VAR};
 #[cfg(feature = "burn")]
 pub use finite::first_non_finite;
+pub use grad_clip::GradClip;
 #[cfg(feature = "burn")]
-pub use grad_norm::{clip_global_grad_norm, global_grad_norm};
+pub use grad_norm::{clip_global_grad_norm, copy_grads, global_grad_norm, scale_grads};
 #[cfg(feature = "burn")]
 pub(crate) use learner_batch::{AuxBatch, LearnerBatch, SamplerGap};
 pub use metrics::{IterationMetrics, JsonlSink, MetricsSink};

@@ -16,7 +16,8 @@ use crate::error::{Error, Result};
 use crate::policy::{Policy, ScoreRow};
 use crate::trainer::metric_names as names;
 use crate::trainer::{
-    LearnerBatch, MicroBatch, OptimizerStep, PolicyLoss, PolicyLossInput, clip_global_grad_norm,
+    GradClip, LearnerBatch, MicroBatch, OptimizerStep, PolicyLoss, PolicyLossInput,
+    clip_global_grad_norm, copy_grads, global_grad_norm, scale_grads,
 };
 
 /// What one optimizer step needs besides its plan and batch: the models, the losses and the
@@ -37,8 +38,10 @@ pub struct StepRunner<'a, P: Policy> {
     pub lambdas: &'a [f64],
     /// AdamW's learning rate.
     pub learning_rate: f64,
-    /// The global gradient-norm clip.
+    /// The gradient-norm bound.
     pub max_grad_norm: f64,
+    /// How the bound applies ([`GradClip`]).
+    pub clip: GradClip,
     /// The exchange with the other ranks computing this step ([`crate::distributed`]).
     pub sync: &'a dyn GradientSync,
 }
@@ -78,11 +81,53 @@ impl Exchanged {
     }
 }
 
-/// The gradients of one step, kept apart per source when diagnosing.
+/// The gradients of one step: summed as they come, and kept apart per source when diagnosing
+/// or clipping the parts apart.
 struct StepGradients<P> {
+    /// Every gradient in the order computed; unused when diagnosing (the parts' sum is then
+    /// the step's gradient, as it has always been).
+    summed: GradientsAccumulator<P>,
+    /// The actor's and each objective's gradient apart (none when not needed).
+    parts: Option<Parts<P>>,
+}
+
+struct Parts<P> {
     actor: GradientsAccumulator<P>,
-    /// One per objective when diagnosing; empty otherwise (everything goes to `actor`).
     aux: Vec<GradientsAccumulator<P>>,
+}
+
+impl<P: Policy> StepGradients<P> {
+    /// Adds one backward pass's gradient: the actor's (`objective` `None`) or objective `j`'s.
+    fn accumulate(
+        &mut self,
+        policy: &P,
+        objective: Option<usize>,
+        grads: GradientsParams,
+        diagnose: bool,
+    ) {
+        if let Some(parts) = &mut self.parts {
+            let part = match objective {
+                Some(j) => &mut parts.aux[j],
+                None => &mut parts.actor,
+            };
+            if diagnose {
+                part.accumulate(policy, grads);
+                return;
+            }
+            part.accumulate(policy, copy_grads(policy, &grads));
+        }
+        self.summed.accumulate(policy, grads);
+    }
+}
+
+/// How a step's gradient was clipped.
+struct Clipped {
+    /// The norm of the summed gradient before the global clip (after the parts' factors).
+    norm: f64,
+    /// Whether any factor below 1 was applied.
+    bound: bool,
+    /// The factor the actor's gradient was multiplied by in all.
+    actor_factor: f64,
 }
 
 impl<P: Policy> StepRunner<'_, P> {
@@ -99,16 +144,17 @@ impl<P: Policy> StepRunner<'_, P> {
     ) -> Result<StepReport> {
         let (rank, size) = (self.sync.rank(), self.sync.size());
         let mut outcome = StepReport::default();
+        let apart = diagnose || self.clip.needs_parts();
         let mut grads = StepGradients {
-            actor: GradientsAccumulator::new(),
-            aux: match diagnose {
-                true => self
+            summed: GradientsAccumulator::new(),
+            parts: apart.then(|| Parts {
+                actor: GradientsAccumulator::new(),
+                aux: self
                     .aux
                     .iter()
                     .map(|_| GradientsAccumulator::new())
                     .collect(),
-                false => Vec::new(),
-            },
+            }),
         };
         let mut total = Some(0.0);
         for micro in &step.micro_batches {
@@ -120,7 +166,7 @@ impl<P: Policy> StepRunner<'_, P> {
                     &share
                 }
             };
-            match self.micro_batch(batch, step, micro, &mut grads, &mut outcome) {
+            match self.micro_batch(batch, step, micro, &mut grads, diagnose, &mut outcome) {
                 Some(loss) => total = total.map(|t| t + loss),
                 None => {
                     total = None;
@@ -142,31 +188,106 @@ impl<P: Policy> StepRunner<'_, P> {
             bytes += sent;
             Ok::<_, Error>(summed)
         };
-        let actor = sum(grads.actor.grads())?;
-        let aux = match diagnose {
-            true => grads
-                .aux
-                .into_iter()
-                .map(|mut a| sum(a.grads()))
-                .collect::<Result<Vec<_>>>()?,
-            false => Vec::new(),
+        let summed = match diagnose {
+            true => None,
+            false => Some(sum(grads.summed.grads())?),
+        };
+        let parts = match grads.parts {
+            Some(mut parts) => Some((
+                sum(parts.actor.grads())?,
+                parts
+                    .aux
+                    .iter_mut()
+                    .map(|a| sum(a.grads()))
+                    .collect::<Result<Vec<_>>>()?,
+            )),
+            None => None,
         };
         outcome.exchanged = Exchanged::since(start, bytes);
-        let mut summed = match diagnose {
-            true => self.diagnose(actor, aux, &mut outcome.stats),
-            false => actor,
-        };
-        match clip_global_grad_norm(&*self.policy, &mut summed, self.max_grad_norm) {
-            Some(norm) => {
-                add(&mut outcome.stats, names::GRAD_NORM, norm);
-                *self.policy = self
-                    .optimizer
-                    .step(self.learning_rate, self.policy.clone(), summed);
+        let (mut gradient, factors) = self.combine(summed, parts, diagnose, &mut outcome.stats);
+        match self.clip_sum(&mut gradient, factors[0], factors.iter().any(|&f| f != 1.0)) {
+            Some(clipped) => {
+                add(&mut outcome.stats, names::GRAD_NORM, clipped.norm);
+                add(
+                    &mut outcome.stats,
+                    names::CLIP_BOUND,
+                    f64::from(u8::from(clipped.bound)),
+                );
+                add(
+                    &mut outcome.stats,
+                    names::ACTOR_GRAD_FACTOR,
+                    clipped.actor_factor,
+                );
+                *self.policy =
+                    self.optimizer
+                        .step(self.learning_rate, self.policy.clone(), gradient);
                 outcome.applied = true;
             }
             None => log::warn!("non-finite gradient norm; optimizer step skipped"),
         }
         Ok(outcome)
+    }
+
+    /// The step's gradient before the global clip and each part's factor (the actor's first):
+    /// the parts, each multiplied by its [`GradClip::part_factors`] factor, summed (aux first,
+    /// then the actor's, as the diagnostics have always summed them); or, when every factor is
+    /// 1 and the gradients were summed as they came, that sum (the global mode's, bit for bit).
+    fn combine(
+        &self,
+        summed: Option<GradientsParams>,
+        parts: Option<(GradientsParams, Vec<GradientsParams>)>,
+        diagnose: bool,
+        stats: &mut Vec<(String, f64)>,
+    ) -> (GradientsParams, Vec<f64>) {
+        let policy = &*self.policy;
+        let Some((mut actor, aux)) = parts else {
+            let summed = summed.expect("the gradients are summed unless kept apart");
+            return (summed, vec![1.0; self.aux.len() + 1]);
+        };
+        if diagnose {
+            self.diagnose(&actor, &aux, stats);
+        }
+        let norms: Vec<f64> = std::iter::once(&actor)
+            .chain(&aux)
+            .map(|g| global_grad_norm(policy, g))
+            .collect();
+        let factors = self.clip.part_factors(self.max_grad_norm, &norms);
+        if let (Some(summed), false) = (summed, factors.iter().any(|&f| f != 1.0)) {
+            return (summed, factors);
+        }
+        let mut sum = GradientsAccumulator::new();
+        for (mut grads, &factor) in aux.into_iter().zip(&factors[1..]) {
+            if factor != 1.0 {
+                scale_grads(policy, &mut grads, factor);
+            }
+            sum.accumulate(policy, grads);
+        }
+        if factors[0] != 1.0 {
+            scale_grads(policy, &mut actor, factors[0]);
+        }
+        sum.accumulate(policy, actor);
+        (sum.grads(), factors)
+    }
+
+    /// Clips the summed gradient as the mode says; `None` when its norm is not finite.
+    fn clip_sum(
+        &self,
+        gradient: &mut GradientsParams,
+        actor_factor: f64,
+        parts_bound: bool,
+    ) -> Option<Clipped> {
+        let policy = &*self.policy;
+        let bound = match self.clip.clips_the_sum() {
+            true => self.max_grad_norm,
+            false => 0.0,
+        };
+        let norm = clip_global_grad_norm(policy, gradient, bound)?;
+        let global = GradClip::global_factor(bound, norm);
+        Some(Clipped {
+            norm,
+            bound: parts_bound || global != 1.0,
+            actor_factor: actor_factor * global,
+        })
     }
 
     /// Sums the ranks' shares of the step's statistics, tokens and total loss (in rank order)
@@ -201,6 +322,7 @@ impl<P: Policy> StepRunner<'_, P> {
         step: &OptimizerStep,
         micro: &MicroBatch,
         grads: &mut StepGradients<P>,
+        diagnose: bool,
         outcome: &mut StepReport,
     ) -> Option<f64> {
         let mut total = 0.0;
@@ -212,7 +334,7 @@ impl<P: Policy> StepRunner<'_, P> {
             }
             total += value;
             let g = GradientsParams::from_grads(loss.backward(), &*self.policy);
-            grads.actor.accumulate(&*self.policy, g);
+            grads.accumulate(&*self.policy, None, g, diagnose);
         }
         for (j, part) in micro.aux.iter().enumerate() {
             if part.is_empty() {
@@ -250,8 +372,7 @@ impl<P: Policy> StepRunner<'_, P> {
             );
             total += lambda * value;
             let g = GradientsParams::from_grads(mean.mul_scalar(lambda).backward(), &*self.policy);
-            let into = grads.aux.get_mut(j).unwrap_or(&mut grads.actor);
-            into.accumulate(&*self.policy, g);
+            grads.accumulate(&*self.policy, Some(j), g, diagnose);
         }
         Some(total)
     }
@@ -292,15 +413,14 @@ impl<P: Policy> StepRunner<'_, P> {
     }
 
     /// Measures the actor's and each objective's gradient apart (norms, cosines with the
-    /// actor's) and returns their sum.
+    /// actor's).
     fn diagnose(
         &self,
-        actor: GradientsParams,
-        aux: Vec<GradientsParams>,
+        actor: &GradientsParams,
+        aux: &[GradientsParams],
         stats: &mut Vec<(String, f64)>,
-    ) -> GradientsParams {
-        let policy = &*self.policy;
-        let parts = GradientParts::measure(policy, &actor, &aux);
+    ) {
+        let parts = GradientParts::measure(&*self.policy, actor, aux);
         let actor_norm = parts.actor_sq.sqrt();
         add(stats, names::GRAD_ACTOR_NORM, actor_norm);
         for ((objective, sq), dot) in self.aux.iter().zip(&parts.aux_sq).zip(&parts.dot) {
@@ -316,12 +436,6 @@ impl<P: Policy> StepRunner<'_, P> {
                 }
             }
         }
-        let mut sum = GradientsAccumulator::new();
-        for grads in aux {
-            sum.accumulate(policy, grads);
-        }
-        sum.accumulate(policy, actor);
-        sum.grads()
     }
 }
 

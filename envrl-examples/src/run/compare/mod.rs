@@ -5,6 +5,7 @@
 //! training-success curve and the paper's sample-efficiency figure; the per-task-type table;
 //! the gradient diagnostics early and late; and the curves with a band over seeds.
 
+mod manipulation;
 mod stats;
 mod tables;
 
@@ -76,9 +77,14 @@ impl FinishedRun {
         })
     }
 
-    /// The arm: the whole algorithm, e.g. `grpo + state_prediction(cosine 0.2)`.
+    /// The arm: the whole algorithm, e.g. `grpo + state_prediction(cosine 0.2)`, and how its
+    /// gradient is clipped when that is not the global clip (`…, clip per_loss`).
     pub fn method(&self) -> String {
-        self.config.algorithm.label()
+        let label = self.config.algorithm.label();
+        match self.config.trainer.clip {
+            envrl::GradClip::Global => label,
+            clip => format!("{label}, clip {}", clip.label()),
+        }
     }
 
     /// The run's seed.
@@ -528,6 +534,71 @@ mod tests {
         let err = compare(std::slice::from_ref(&a), &a, None, None, "comparison.md").unwrap_err();
         assert!(format!("{err:#}").contains("run directory"), "{err:#}");
         assert!(!a.join("comparison.md").exists());
+    }
+
+    /// Gives a run's every iteration a real-target cross-entropy of `ce` for state prediction.
+    fn with_cross_entropy(dir: &Path, ce: f64) {
+        let metrics = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+        let metrics = metrics.replace(
+            r#""perf/wall_s""#,
+            &format!(r#""loss/aux/state_prediction":{ce},"loss/aux/state_prediction_shuffled":9.0,"perf/wall_s""#),
+        );
+        std::fs::write(dir.join("metrics.jsonl"), metrics).unwrap();
+    }
+
+    #[test]
+    fn the_manipulation_check_comes_first_and_says_whether_the_design_can_test() {
+        let root = tempfile::tempdir().unwrap();
+        let (t, f) = (true, false);
+        let control = "state_prediction:shuffled,state_prediction=0";
+        // Per seed, the trained arm's cross-entropy and the control's.
+        let grid = |trained: [f64; 3], controls: [f64; 3]| -> Vec<PathBuf> {
+            let mut dirs = Vec::new();
+            for seed in 0..3u64 {
+                let i = seed as usize;
+                let a = fake_run(root.path(), "state_prediction", seed, &[t, f]);
+                with_cross_entropy(&a, trained[i]);
+                let b = fake_run(root.path(), control, seed, &[f, f]);
+                with_cross_entropy(&b, controls[i]);
+                dirs.extend([a, b]);
+            }
+            dirs
+        };
+        let out = root.path().join("out");
+        // The control learns almost as much: ratios 0.9, 0.95, 0.85.
+        let same = grid([0.9, 0.95, 0.85], [1.0, 1.0, 1.0]);
+        let markdown = compare(&same, &out, None, None, "comparison.md").unwrap();
+        println!("{markdown}");
+        assert!(markdown.starts_with("Manipulation check:"), "{markdown}");
+        assert!(markdown.contains("| state_prediction | grpo + state_prediction(cosine 0.2) | trains it | 3 | 0.900 ± 0.050 |"), "{markdown}");
+        assert!(
+            markdown.contains("trains its control | 3 | 1.000 ± 0.000 |"),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("| 3 | -0.100 [-0.224, +0.024] |"),
+            "{markdown}"
+        );
+        assert!(markdown.contains("| no |"), "{markdown}");
+        assert!(
+            markdown.contains("**Manipulation check: failed.**"),
+            "{markdown}"
+        );
+        // The trained arm's cross-entropy a fifth of the control's on every seed: passed.
+        let apart = grid([0.2, 0.21, 0.19], [1.0, 1.0, 1.0]);
+        let markdown = compare(&apart, &out, None, None, "comparison.md").unwrap();
+        assert!(
+            markdown.contains("**Manipulation check: passed** for `state_prediction`"),
+            "{markdown}"
+        );
+        assert!(markdown.contains("| yes |"), "{markdown}");
+        // Without a control arm there is nothing to check against, and the section says so.
+        let alone: Vec<PathBuf> = apart.iter().step_by(2).cloned().collect();
+        let markdown = compare(&alone, &out, None, None, "comparison.md").unwrap();
+        assert!(
+            markdown.contains("No arm trains a shuffled-target control"),
+            "{markdown}"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use envrl::metric_names as names;
 
+use super::manipulation::manipulation_check;
 use super::stats::{
     Estimate, area_under_curve, hierarchical_bootstrap, iterations_to_reach, mcnemar_exact,
     mean_std, minimum_detectable_effect, seed_t_interval, seeds_for_effect,
@@ -102,7 +103,7 @@ pub fn comparison_markdown(runs: &[FinishedRun], baseline: Option<&str>) -> Resu
             .or_else(|| arms.iter().find(|a| trains_no_objective(a))),
     };
     let scored = runs.iter().any(|r| r.overall().score.is_some());
-    let mut out = String::new();
+    let mut out = manipulation_check(runs, &arms);
     out.push_str(
         "| arm | seeds | held-out success (%) [95% CI] | Δ vs baseline (points) [95% CI] | \
          MDE (points) |",
@@ -429,8 +430,8 @@ fn gradient_diagnostics(arms: &[Arm<'_>]) -> String {
     out
 }
 
-/// Config fields (dotted paths) whose values differ between runs, besides the algorithm, the
-/// seed and the warm start's source.
+/// Config fields (dotted paths) whose values differ between runs, besides those of the arm (the
+/// algorithm and the clip), the seed and the warm start's source.
 fn differing_settings(runs: &[FinishedRun]) -> Vec<String> {
     let flat: Vec<BTreeMap<String, String>> = runs
         .iter()
@@ -438,7 +439,10 @@ fn differing_settings(runs: &[FinishedRun]) -> Vec<String> {
         .collect();
     let keys: BTreeSet<&String> = flat.iter().flat_map(|m| m.keys()).collect();
     keys.into_iter()
-        .filter(|k| !(k.starts_with("algorithm") || *k == "trainer.seed" || *k == "warmup.from"))
+        .filter(|k| {
+            let arm = k.starts_with("algorithm") || k.starts_with("trainer.clip");
+            !(arm || *k == "trainer.seed" || *k == "warmup.from")
+        })
         .filter(|k| {
             let values: BTreeSet<Option<&String>> = flat.iter().map(|m| m.get(*k)).collect();
             values.len() > 1

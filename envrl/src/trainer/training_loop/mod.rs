@@ -571,6 +571,7 @@ impl<P: Policy> Trainer<P> {
                 lambdas: &lambdas,
                 learning_rate: self.config.learning_rate,
                 max_grad_norm: self.config.max_grad_norm,
+                clip: self.config.clip,
                 sync: self.sync.as_ref(),
             }
             .run(learner, step, diagnose)?;

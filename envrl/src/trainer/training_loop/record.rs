@@ -121,6 +121,10 @@ impl IterationRecord<'_> {
             metrics.set(names::aux_lambda(name), *lambda);
             metrics.set(names::aux_examples(name), examples.examples.len() as f64);
             metrics.set(names::aux_dropped(name), examples.dropped as f64);
+            metrics.set(
+                names::aux_real_target_share(name),
+                examples.real_target_share(),
+            );
             let tokens: usize = examples.target_tokens().iter().sum();
             metrics.set(names::aux_tokens(name), tokens as f64);
             if let Some(unk) = self.unk_id {
