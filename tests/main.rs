@@ -31,6 +31,9 @@ mod gguf_parity;
 // Ranks as threads split the rollouts and the evaluation and train as one process does.
 mod split_rollouts;
 
+// `envrl serve`: episodes over WebSocket equal the in-process engine's; every fault is answered.
+mod env_server;
+
 // A policy server samples the rollouts of each published policy; its failure stops the run.
 mod policy_server;
 

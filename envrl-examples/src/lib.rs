@@ -70,6 +70,7 @@ pub fn init_logging() {
 pub mod bench;
 pub mod cli;
 pub mod device;
+pub mod env_server;
 pub mod keydoor;
 pub mod lm;
 pub mod progress;

@@ -8,6 +8,7 @@ mod eval;
 mod export;
 mod lm;
 mod replay;
+mod serve;
 mod train;
 mod webshop;
 
@@ -51,6 +52,9 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Measure speed and print a table next to the reference.
     Bench(bench::BenchArgs),
+    /// Serve an environment in OpenEnv's protocol (HTTP and WebSocket sessions) for any
+    /// trainer: `envrl serve alfworld` listens on 127.0.0.1:8000.
+    Serve(serve::ServeArgs),
 }
 
 impl Cli {
@@ -68,6 +72,7 @@ impl Cli {
             Command::Webshop(args) => args.run(),
             Command::Compare(args) => args.run(),
             Command::Bench(args) => args.run(),
+            Command::Serve(args) => args.run(),
         }
     }
 }

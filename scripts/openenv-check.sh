@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `envrl serve` against OpenEnv's own tools: installs `openenv` 0.10.0 from PyPI once into a
+# virtual environment under ~/.cache/envrl-tools, starts `envrl serve` for every world on a free
+# loopback port, runs `openenv validate --url` (every criterion must pass) and plays episodes with
+# OpenEnv's own client (scripts/openenv_client_check.py). That the served episodes equal the
+# in-process engine's step for step is tested in Rust over the same WebSocket protocol
+# (tests/env_server.rs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/envrl-target}"
+VENV="${OPENENV_VENV:-$HOME/.cache/envrl-tools/openenv-venv}"
+if ! "$VENV/bin/python" -c "import openenv, sys; sys.exit(openenv.__version__ != '0.10.0')" 2>/dev/null; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet "openenv==0.10.0"
+fi
+BIN="$CARGO_TARGET_DIR/release/envrl"
+[[ -x $BIN ]] || cargo build --workspace --release --bins
+LOGS=$(mktemp -d)
+cleanup() {
+  if [[ -n ${PID:-} ]]; then kill "$PID" 2>/dev/null || true; fi
+  rm -rf "$LOGS"
+}
+trap cleanup EXIT
+for world in keydoor alfworld sokoban webshop; do
+  "$BIN" serve "$world" --port 0 > "$LOGS/$world.log" 2>&1 &
+  PID=$!
+  for _ in $(seq 1 600); do
+    if grep -q "^serving" "$LOGS/$world.log"; then break; fi
+    if ! kill -0 "$PID" 2>/dev/null; then cat "$LOGS/$world.log"; exit 1; fi
+    sleep 0.1
+  done
+  URL=$(grep -o "http://127.0.0.1:[0-9]*" "$LOGS/$world.log" | head -1)
+  [[ -n $URL ]] || { echo "envrl serve $world did not start:"; cat "$LOGS/$world.log"; exit 1; }
+  echo "== $world on $URL: openenv validate"
+  "$VENV/bin/openenv" validate --url "$URL" --output "$LOGS/validate.json" > /dev/null || true
+  "$VENV/bin/python" - "$LOGS/validate.json" << 'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+for c in report["criteria"]:
+    print(f"  {'pass' if c['passed'] else 'FAIL'}  {c.get('description', c.get('id'))}")
+if not report["passed"]:
+    sys.exit("openenv validate failed")
+PY
+  echo "== $world: episodes with OpenEnv's GenericEnvClient"
+  "$VENV/bin/python" scripts/openenv_client_check.py "$URL"
+  kill "$PID"
+  wait "$PID" 2>/dev/null || true
+  PID=
+done
