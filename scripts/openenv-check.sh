@@ -25,7 +25,7 @@ for world in keydoor alfworld sokoban webshop; do
   "$BIN" serve "$world" --port 0 > "$LOGS/$world.log" 2>&1 &
   PID=$!
   for _ in $(seq 1 600); do
-    if grep -q "^serving" "$LOGS/$world.log"; then break; fi
+    if grep -qs "^serving" "$LOGS/$world.log"; then break; fi
     if ! kill -0 "$PID" 2>/dev/null; then cat "$LOGS/$world.log"; exit 1; fi
     sleep 0.1
   done
