@@ -103,3 +103,61 @@ fn the_tables_quoted_in_results_md_match_their_comparisons() {
     assert!(quoted > 0, "docs/results.md quotes no table");
     println!("{quoted} quoted tables match");
 }
+
+/// `docs/results.md` quotes the committed controls' real-target shares after
+/// `<!-- share: FOLDER -->`: each row must be what the folder's runs' `metrics.jsonl` give
+/// (`aux/real_target_share/<name>` weighted by `aux/examples/<name>` over the iterations), as
+/// `scripts/real-target-share.py` prints it.
+#[test]
+fn the_quoted_real_target_shares_are_rebuilt_from_the_committed_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let page = std::fs::read_to_string(root.join("docs/results.md")).unwrap();
+    let Some((_, block)) = page.split_once("<!-- share: ") else {
+        return;
+    };
+    let (folder, rest) = block.split_once(" -->\n").unwrap();
+    let quoted: Vec<&str> = rest
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(root.join(folder))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    runs.sort();
+    let mut rebuilt = Vec::new();
+    for run in &runs {
+        let mut sums: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+        for line in std::fs::read_to_string(run.join("metrics.jsonl"))
+            .unwrap()
+            .lines()
+        {
+            let metrics: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(line).unwrap();
+            for (key, share) in &metrics {
+                let Some(name) = key.strip_prefix("aux/real_target_share/") else {
+                    continue;
+                };
+                if !name.contains("_shuffled") {
+                    continue;
+                }
+                let examples = metrics[&format!("aux/examples/{name}")].as_f64().unwrap();
+                let entry = sums.entry(name.to_string()).or_default();
+                entry.0 += share.as_f64().unwrap() * examples;
+                entry.1 += examples;
+            }
+        }
+        let name = run.file_name().unwrap().to_string_lossy();
+        for (objective, (real, total)) in sums {
+            rebuilt.push(format!(
+                "| {name} | {objective} | {:.1} |",
+                100.0 * real / total
+            ));
+        }
+    }
+    assert_eq!(
+        quoted, rebuilt,
+        "rebuild with scripts/real-target-share.py {folder}/*/"
+    );
+}

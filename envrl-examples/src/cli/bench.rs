@@ -53,6 +53,10 @@ enum BenchWhat {
         #[arg(long, default_value_t = 3.0)]
         seconds: f64,
     },
+    /// `envrl serve`: steps/s and p50/p99 step latency over WebSocket at 1, 100 and 1,000
+    /// concurrent sessions, next to the in-process engine and (with --python) OpenEnv's own
+    /// Python server running its echo environment, and memory per session.
+    Serve(crate::bench::ServeBench),
     /// ALFWorld engine: steps/s, reset and load times over valid_unseen.
     Alfworld {
         /// The ALFWORLD_DATA directory (holding json_2.1.1/).
@@ -83,6 +87,7 @@ impl BenchArgs {
                 seconds,
             } => crate::bench::bench_sokoban(&python, &verl_agent, seconds),
             BenchWhat::Generate(bench) => crate::bench::bench_generate(&bench),
+            BenchWhat::Serve(bench) => crate::bench::bench_serve(&bench),
             BenchWhat::Train(bench) => crate::bench::bench_train(&bench),
             BenchWhat::Iteration(train) => {
                 // A scratch run directory, removed afterwards unless `--output-dir` names one.
