@@ -432,10 +432,21 @@ impl RunConfig {
                 .with_context(|| unknown("algorithm", algo, AdvantageConfig::NAMES))?;
         }
         if let Some(aux) = aux {
-            self.algorithm.aux = aux
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty() && *s != "none")
+            let items: Vec<&str> = aux.split(',').map(str::trim).collect();
+            if items.iter().any(|item| item.is_empty()) {
+                bail!(
+                    "--aux `{aux}`: an empty item (a stray comma?); give objectives separated by \
+                     commas, or `none`"
+                );
+            }
+            if items.len() > 1 && items.contains(&"none") {
+                bail!(
+                    "--aux `{aux}`: `none` means no objective and cannot be combined with others"
+                );
+            }
+            self.algorithm.aux = items
+                .into_iter()
+                .filter(|item| *item != "none")
                 .map(|item| self.aux_from_arg(item))
                 .collect::<Result<_>>()?;
         }
@@ -749,6 +760,23 @@ mod tests {
         let text = "[[aux]]\nname = \"state_prediction\"\nschedule = { kind = \"none\" }\n";
         let parsed: AlgorithmConfig = toml::from_str(text).unwrap();
         assert_eq!(*parsed.aux[0].schedule(), Schedule::None);
+    }
+
+    #[test]
+    fn empty_or_contradictory_aux_lists_are_refused() {
+        let config = || RunConfig::cpu_tiny(EnvName::Keydoor).unwrap();
+        for (aux, says) in [
+            (",", "an empty item"),
+            ("state_prediction,", "an empty item"),
+            ("", "an empty item"),
+            ("none,state_prediction", "cannot be combined"),
+            ("state_prediction, none", "cannot be combined"),
+        ] {
+            let err = config().with_algorithm(None, Some(aux)).unwrap_err();
+            assert!(format!("{err:#}").contains(says), "{aux}: {err:#}");
+        }
+        let none = config().with_algorithm(None, Some(" none ")).unwrap();
+        assert!(none.algorithm.aux.is_empty());
     }
 
     #[test]

@@ -273,6 +273,13 @@ impl DirPlan {
     pub(crate) fn decide(options: &RunOptions) -> Result<Self> {
         let dir = &options.output_dir;
         let checkpoints = dir.join("checkpoints");
+        if options.resume && options.force {
+            bail!(
+                "--resume and --force contradict each other: --resume continues the run in {}, \
+                 --force removes it and starts over; pass one",
+                dir.display()
+            );
+        }
         let existing = latest_checkpoint(&checkpoints);
         let clear = match (&existing, options.resume, options.force) {
             (Some(_), false, false) => bail!(
@@ -353,6 +360,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("--resume: no checkpoint"), "{err}");
+        let both = super::super::RunOptions {
+            force: true,
+            ..options(super::super::RunMode::Train)
+        };
+        let err = DirPlan::decide(&both).unwrap_err().to_string();
+        assert!(err.contains("contradict"), "{err}");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
     }
 
     #[test]

@@ -300,11 +300,14 @@ impl TrainerConfig {
             ));
         }
         if let Some(cap) = self.rollout_is_cap
-            && !(cap.is_finite() && cap > 0.0)
+            && !(cap.is_finite() && cap >= 1.0)
         {
             return Err(Error::config(
                 "rollout_is_cap",
-                format!("must be positive and finite, got {cap}"),
+                format!(
+                    "must be at least 1 and finite, got {cap}: a cap below 1 shrinks every \
+                     token's weight, even where the sampler and the learner agree"
+                ),
             ));
         }
         for (field, value) in [
@@ -445,6 +448,35 @@ mod tests {
         let err =
             serde_json::from_str::<TrainerConfig>(r#"{"rollout_weights": "fp8"}"#).unwrap_err();
         assert!(err.to_string().contains("fp8"), "{err}");
+    }
+
+    #[test]
+    fn importance_caps_below_one_and_idle_clip_settings_are_refused() {
+        let cap = |c: f64| {
+            TrainerConfig::builder()
+                .with_rollout_is_cap(Some(c))
+                .build()
+        };
+        for bad in [0.5, 1e-300, 0.0, f64::NAN, f64::INFINITY] {
+            let err = cap(bad).unwrap_err().to_string();
+            assert!(err.contains("rollout_is_cap"), "{bad}: {err}");
+        }
+        assert!(cap(1.0).is_ok() && cap(2.0).is_ok());
+        let clip = |clip, max| {
+            TrainerConfig::builder()
+                .with_clip(clip)
+                .with_max_grad_norm(max)
+                .build()
+        };
+        assert!(
+            clip(GradClip::PerLoss, 0.0)
+                .unwrap_err()
+                .to_string()
+                .contains("per_loss")
+        );
+        let ratio = clip(GradClip::AuxRatio(0.0), 1.0).unwrap_err().to_string();
+        assert!(ratio.contains("clip.aux_ratio"), "{ratio}");
+        assert!(clip(GradClip::AuxRatio(0.5), 1.0).is_ok());
     }
 
     #[test]
