@@ -97,3 +97,29 @@ def test_rooms_are_rows_of_ints():
     assert isinstance(env.room_state[0], list) and all(isinstance(c, int) for c in env.room_state[0])
     assert len(env.room_fixed) == 6 and len(env.room_fixed[0]) == 6
     assert isinstance(env.room_seed, int)
+
+
+def test_the_builder_takes_verl_agents_make_envs_calls():
+    """``make_envs`` at verl-agent's HEAD (and since 2025-08-21) passes ``resources_per_worker``
+    by keyword; its signature also has it as the fifth positional argument; the older form had
+    ``is_train`` there."""
+    env_kwargs = {"dim_room": (6, 6), "num_boxes": 1, "max_steps": 100, "search_depth": 30}
+    resources_per_worker = {"num_cpus": 0.1, "num_gpus": 0}
+    train = build_sokoban_envs(
+        0, 4, 2, mode="tiny_rgb_array", is_train=True, env_kwargs=env_kwargs,
+        resources_per_worker=resources_per_worker,
+    )
+    val = build_sokoban_envs(
+        0 + 1000, 4, 1, mode="tiny_rgb_array", is_train=False, env_kwargs=env_kwargs,
+        resources_per_worker=resources_per_worker,
+    )
+    assert (train.num_processes, val.num_processes, train.is_train, val.is_train) == (8, 4, True, False)
+
+    # Each builder seeds numpy's global stream, as verl-agent's does: build, then reset at once.
+    def first(*args, **kwargs):
+        return build_sokoban_envs(*args, **kwargs).reset()
+
+    keyword = first(0, 4, 2, mode="tiny_rgb_array", is_train=True, env_kwargs=env_kwargs,
+                    resources_per_worker=resources_per_worker)
+    assert first(0, 4, 2, "tiny_rgb_array", None, True, env_kwargs) == keyword
+    assert first(0, 4, 2, "tiny_rgb_array", True, env_kwargs) == keyword

@@ -437,9 +437,18 @@ class SokobanEnvs(_Closable):
 
 
 def build_sokoban_envs(
-    seed=0, env_num=1, group_n=1, mode="tiny_rgb_array", is_train=True, env_kwargs=None
+    seed=0,
+    env_num=1,
+    group_n=1,
+    mode="tiny_rgb_array",
+    resources_per_worker=None,
+    is_train=True,
+    env_kwargs=None,
 ) -> SokobanEnvs:
-    """verl-agent's ``build_sokoban_envs``."""
+    """verl-agent's ``build_sokoban_envs`` (its signature since 2025-08-21, with
+    ``resources_per_worker``, which needs no Ray here; the older positional form ``seed,
+    env_num, group_n, mode, is_train, env_kwargs`` works too)."""
+    _, is_train, env_kwargs = _split_positional(resources_per_worker, is_train, env_kwargs)
     return SokobanEnvs(seed, env_num, group_n, mode, is_train, env_kwargs)
 
 
