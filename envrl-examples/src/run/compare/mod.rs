@@ -216,6 +216,51 @@ fn paired_differences(arm: &FinishedRun, baseline: &FinishedRun) -> Vec<f64> {
         .collect()
 }
 
+/// Settings whose difference makes runs incomparable as seeds and pairs: the model, the
+/// environment and its held-out set, and the samplers (dotted config paths or their prefixes).
+const POOLING_FIELDS: [&str; 9] = [
+    "model",
+    "tiny.",
+    "lora.",
+    "dtype",
+    "env.",
+    "tasks.eval",
+    "trainer.eval_episodes",
+    "trainer.sampling.",
+    "trainer.eval_sampling.",
+];
+
+/// Refuses runs that differ in a [`POOLING_FIELDS`] setting, naming the field, two runs and
+/// their values.
+fn refuse_mixed_runs(runs: &[FinishedRun]) -> Result<()> {
+    let flat: Vec<BTreeMap<String, String>> = runs
+        .iter()
+        .map(|r| super::run_dir::flatten(&r.config))
+        .collect();
+    let keys: std::collections::BTreeSet<&String> = flat.iter().flat_map(|m| m.keys()).collect();
+    for key in keys {
+        let pooled = POOLING_FIELDS
+            .iter()
+            .any(|f| key == f.trim_end_matches('.') || (f.ends_with('.') && key.starts_with(f)));
+        if !pooled {
+            continue;
+        }
+        let value = |i: usize| flat[i].get(key).map_or("(unset)", String::as_str);
+        if let Some(other) = (1..runs.len()).find(|&i| value(i) != value(0)) {
+            bail!(
+                "{} and {} differ in `{key}` ({} and {}): runs of another model, held-out set or \
+                 sampler are neither seeds of one arm nor pairs of a comparison; compare them \
+                 separately",
+                runs[0].dir.display(),
+                runs[other].dir.display(),
+                value(0),
+                value(other)
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A run's curve: iteration → (environment steps, value).
 type RunPoints<'a> = dyn Fn(&FinishedRun) -> BTreeMap<usize, (f64, f64)> + 'a;
 
@@ -293,6 +338,7 @@ pub fn compare(
             other.config.env
         );
     }
+    refuse_mixed_runs(&runs)?;
     let arms = arms(&runs)?;
     if let Some(label) = baseline
         && !arms.iter().any(|a| a.label == label)
@@ -525,6 +571,25 @@ mod tests {
             format!("{err:#}").contains("one environment at a time"),
             "{err:#}"
         );
+        // Runs of another held-out set, model or sampler are refused by name.
+        for (field, value) in [
+            ("tasks.eval", "tasks.eval = 7"),
+            (
+                "trainer.eval_sampling.temperature",
+                "trainer.eval_sampling.temperature = 0.9",
+            ),
+            ("lora.rank", "lora.rank = 4"),
+        ] {
+            let d = fake_run(root.path(), "none", 5, &[t, f]);
+            let config = RunConfig::from_toml_file(&d.join("config.toml")).unwrap();
+            let changed = config.with_overrides(&[value.replace(" = ", "=")]).unwrap();
+            std::fs::write(d.join("config.toml"), changed.to_toml().unwrap()).unwrap();
+            let err = compare(&[a.clone(), d], &out, None, None, "comparison.md").unwrap_err();
+            assert!(
+                format!("{err:#}").contains(&format!("`{field}`")),
+                "{err:#}"
+            );
+        }
         // A run with no iterations gives no NaN table.
         let c = fake_run(root.path(), "none", 2, &[t, f]);
         std::fs::write(c.join("metrics.jsonl"), "").unwrap();
