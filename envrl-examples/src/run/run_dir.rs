@@ -256,6 +256,23 @@ fn remove_run_files(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The names of the finished checkpoint directories (`ckpt-N`, not a save's `.tmp` or `.old`)
+/// in `dir`, sorted.
+fn finished_checkpoints(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| {
+            n.strip_prefix("ckpt-")
+                .is_some_and(|d| d.parse::<u64>().is_ok())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 /// What a run will do with its directory, decided before anything is written.
 #[derive(Debug)]
 pub(crate) struct DirPlan {
@@ -294,6 +311,14 @@ impl DirPlan {
                 checkpoints.display()
             ),
             (None, true, _) => bail!("--resume: no checkpoint in {}", checkpoints.display()),
+            // A run's finished checkpoints that fail their checksums are still its record: a
+            // fresh start must not delete them unasked.
+            (None, false, false) if !finished_checkpoints(&checkpoints).is_empty() => bail!(
+                "{} holds checkpoints that fail their checksums ({}); a fresh start would delete \
+                 them: repair or move them, or pass --force to overwrite the run",
+                dir.display(),
+                finished_checkpoints(&checkpoints).join(", ")
+            ),
             // A fresh start: only in a directory that holds nothing but (a killed run's) envrl
             // files, whose stale metrics must not be continued.
             (None, false, false) => {
@@ -371,6 +396,25 @@ mod tests {
             0,
             "nothing written"
         );
+        // A finished checkpoint that fails its checksums: a fresh start refuses, naming it.
+        let corrupt = dir.path().join("checkpoints/ckpt-000004");
+        std::fs::create_dir_all(&corrupt).unwrap();
+        std::fs::write(corrupt.join("model.bpk"), b"not a checkpoint").unwrap();
+        let fresh = super::super::RunOptions {
+            resume: false,
+            ..options(super::super::RunMode::Train)
+        };
+        let err = DirPlan::decide(&fresh).unwrap_err().to_string();
+        assert!(
+            err.contains("ckpt-000004") && err.contains("--force"),
+            "{err}"
+        );
+        assert!(corrupt.join("model.bpk").exists());
+        let forced = super::super::RunOptions {
+            force: true,
+            ..fresh
+        };
+        assert!(DirPlan::decide(&forced).is_ok());
     }
 
     #[test]
