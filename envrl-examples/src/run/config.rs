@@ -351,6 +351,7 @@ impl RunConfig {
         }
         self.trainer.validate()?;
         self.algorithm.validate()?;
+        self.rollout.check()?;
         let w = &self.warmup;
         if w.batch_size == 0 {
             bail!("warmup.batch_size must be at least 1, got 0");
@@ -760,6 +761,21 @@ mod tests {
         let text = "[[aux]]\nname = \"state_prediction\"\nschedule = { kind = \"none\" }\n";
         let parsed: AlgorithmConfig = toml::from_str(text).unwrap();
         assert_eq!(*parsed.aux[0].schedule(), Schedule::None);
+    }
+
+    #[test]
+    fn an_unusable_rollout_server_is_refused_with_the_config() {
+        for (server, says) in [
+            ("spawn:sglang", "envrl starts"),
+            ("https://a:8000", "plain HTTP only"),
+            ("a:8000", "neither"),
+            ("http://a:8000", "set rollout.policy_dir"),
+        ] {
+            let mut config = RunConfig::cpu_tiny(EnvName::Keydoor).unwrap();
+            config.rollout.server = Some(server.into());
+            let err = config.validate().unwrap_err();
+            assert!(format!("{err:#}").contains(says), "{server}: {err:#}");
+        }
     }
 
     #[test]

@@ -46,6 +46,19 @@ pub struct RolloutConfig {
 }
 
 impl RolloutConfig {
+    /// Refuses a `rollout.server` that cannot be used (an unknown engine, an address that is not
+    /// plain `http://`, an address given twice, addresses without `policy_dir`), with the rest
+    /// of the config: before any model is loaded or any file written.
+    ///
+    /// # Errors
+    /// As the setting's reading.
+    pub(crate) fn check(&self) -> Result<()> {
+        match &self.server {
+            Some(server) => ServerChoice::parse(server, self.policy_dir.as_deref()).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
     /// A one-line description of where the rollouts are sampled, for the run's log.
     pub(crate) fn describe(&self) -> Option<String> {
         Some(match self.server.as_deref()? {
@@ -129,13 +142,28 @@ impl ServerChoice {
             _ => {}
         }
         let urls: Vec<String> = server.split(',').map(|u| u.trim().to_string()).collect();
-        if let Some(bad) = urls
-            .iter()
-            .find(|u| !u.starts_with("http://") && !u.starts_with("https://"))
-        {
+        if let Some(tls) = urls.iter().find(|u| u.starts_with("https://")) {
+            bail!(
+                "rollout.server: {tls:?}: this build speaks plain HTTP only (no TLS stack); reach \
+                 the servers over http:// on a trusted network, or through a TLS-terminating \
+                 tunnel on this machine"
+            );
+        }
+        if let Some(bad) = urls.iter().find(|u| !u.starts_with("http://")) {
             bail!(
                 "rollout.server: {bad:?} is neither spawn:llama-cpp, spawn:vllm nor an http:// \
                  address"
+            );
+        }
+        if let Some((i, twice)) = urls
+            .iter()
+            .enumerate()
+            .find(|(i, u)| urls[..*i].contains(u))
+        {
+            bail!(
+                "rollout.server: {twice:?} is given twice (items {} and {}); each server once",
+                urls[..i].iter().position(|u| u == twice).unwrap_or(0) + 1,
+                i + 1
             );
         }
         let Some(policy_dir) = policy_dir else {
@@ -229,12 +257,20 @@ mod tests {
             ServerChoice::SpawnVllm
         );
         assert_eq!(
-            ServerChoice::parse("http://a:8000, https://b:8000", Some(dir)).unwrap(),
+            ServerChoice::parse("http://a:8000, http://b:8000", Some(dir)).unwrap(),
             ServerChoice::Urls {
-                urls: vec!["http://a:8000".into(), "https://b:8000".into()],
+                urls: vec!["http://a:8000".into(), "http://b:8000".into()],
                 policy_dir: dir.to_path_buf(),
             }
         );
+        let err = ServerChoice::parse("http://a:8000, https://b:8000", Some(dir))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("plain HTTP only"), "{err}");
+        let err = ServerChoice::parse("http://a:8000,http://b:1,http://a:8000", Some(dir))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("given twice (items 1 and 3)"), "{err}");
         let err = ServerChoice::parse("spawn:sglang", None)
             .unwrap_err()
             .to_string();
