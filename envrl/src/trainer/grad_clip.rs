@@ -17,7 +17,8 @@ pub enum GradClip {
     /// then summed (no further clip): an objective's size never shrinks the policy's step.
     PerLoss,
     /// Each objective's weighted gradient capped at this multiple of the policy gradient's
-    /// norm, then the sum clipped to the bound as one (`clip = { aux_ratio = 1.0 }`).
+    /// norm, then the sum clipped to the bound as one (`clip = { aux_ratio = 1.0 }`); where the
+    /// policy's gradient is zero, no objective trains.
     AuxRatio(f64),
 }
 
