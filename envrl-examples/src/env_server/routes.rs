@@ -19,7 +19,7 @@ use super::protocol::{
     ErrorCode, Incoming, ProtocolError, ResetData, StepData, mcp_response, openapi, parse_incoming,
     schema,
 };
-use super::session::ServedWorld;
+use super::session::{ServedWorld, no_episode_state};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -118,8 +118,9 @@ async fn tasks(State(app): State<App>, Query(query): Query<HashMap<String, Strin
     json_ok(json!({"split": split, "count": tasks.len(), "start": start, "tasks": slice}))
 }
 
-async fn state(State(app): State<App>) -> Response {
-    json_ok(app.world.session().state())
+/// `GET /state`: stateless, so a fresh environment's state, without building one.
+async fn state() -> Response {
+    json_ok(no_episode_state())
 }
 
 /// Reads an optional JSON object body (empty: `{}`).

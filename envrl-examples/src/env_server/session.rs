@@ -107,6 +107,11 @@ impl ServedWorld {
     }
 }
 
+/// The state of a session before its first reset (`GET /state`'s answer: a fresh environment).
+pub fn no_episode_state() -> Value {
+    json!({"episode_id": null, "step_count": 0, "task_id": null, "done": false, "won": false})
+}
+
 /// One connection's environment and its current episode.
 pub struct Session {
     world: Arc<ServedWorld>,
@@ -212,9 +217,7 @@ impl Session {
                 "episode_id": e.episode_id, "step_count": e.steps, "task_id": e.task_id,
                 "done": e.done, "won": e.won
             }),
-            None => {
-                json!({"episode_id": null, "step_count": 0, "task_id": null, "done": false, "won": false})
-            }
+            None => no_episode_state(),
         }
     }
 
