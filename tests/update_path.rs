@@ -176,7 +176,22 @@ fn clipped_run(
     micro: usize,
     diagnose: usize,
 ) -> (Vec<f32>, Vec<IterationMetrics>) {
-    let mut settings = with_objectives(short_run(5), None);
+    clipped_run_of(
+        with_objectives(short_run(5), None),
+        clip,
+        max_norm,
+        micro,
+        diagnose,
+    )
+}
+
+fn clipped_run_of(
+    mut settings: KeyDoorSettings,
+    clip: GradClip,
+    max_norm: f64,
+    micro: usize,
+    diagnose: usize,
+) -> (Vec<f32>, Vec<IterationMetrics>) {
     settings.trainer.iterations = 2;
     settings.trainer.eval_every = 0;
     settings.trainer.mini_batch_rows = 1024;
@@ -225,6 +240,28 @@ fn clip_modes_equal_the_global_clip_bit_for_bit_where_nothing_binds() {
                 assert_eq!(b.get("optim/clip_bound"), Some(0.0));
                 assert_eq!(b.get("optim/actor_grad_factor"), Some(1.0));
             }
+        }
+    }
+}
+
+#[test]
+fn without_a_trained_objective_every_clip_is_the_global_clip_bit_for_bit() {
+    // Placebo objectives (measured, no gradient) and a bound that binds on every step.
+    let placebos = || {
+        let mut settings = with_objectives(short_run(5), None);
+        for aux in &mut settings.algorithm.aux {
+            *aux = aux.clone().with_lambda0(0.0);
+        }
+        settings
+    };
+    let bound = 0.01;
+    let (global, gm) = clipped_run_of(placebos(), GradClip::Global, bound, 0, 0);
+    assert!(gm.iter().all(|m| m.get("optim/clip_bound") == Some(1.0)));
+    for clip in [GradClip::default(), GradClip::PerLoss] {
+        let (other, om) = clipped_run_of(placebos(), clip, bound, 0, 0);
+        assert_eq!(global, other, "{clip:?}");
+        for (a, b) in gm.iter().zip(&om) {
+            assert_eq!(shared_metrics(a), shared_metrics(b), "{clip:?}");
         }
     }
 }

@@ -96,6 +96,13 @@ pub struct AlgorithmParts {
 }
 
 impl AlgorithmConfig {
+    /// Whether any auxiliary objective trains (a weight schedule other than a placebo's).
+    pub fn trains_an_objective(&self) -> bool {
+        self.aux
+            .iter()
+            .any(|aux| !matches!(aux.schedule(), Schedule::None))
+    }
+
     /// Checks every number: the actor loss (`0 < clip_low ≤ 1`, `clip_high > 0`, `dual_clip >
     /// 1`, `kl_coef ≥ 0`, `entropy_coef ≥ 0`) and the estimator (penalties ≥ 0, discounts in
     /// `[0, 1]`, `epsilon > 0`), all finite.

@@ -78,6 +78,27 @@ fn a_warm_start_alone_is_the_one_a_whole_run_saves() {
     for file in ["metrics.jsonl", "eval.json", "checkpoints"] {
         assert!(!alone.join(file).exists(), "{file} was written");
     }
+    // `envrl eval` of the directory evaluates that warm start: the whole run's evaluation
+    // before RL, game for game.
+    let eval = std::process::Command::new(env!("CARGO_BIN_EXE_envrl"))
+        .args(["eval", "keydoor", "--quiet", "--output-dir"])
+        .arg(&alone)
+        .output()
+        .unwrap();
+    assert!(eval.status.success(), "{eval:?}");
+    let success = |path: &Path| -> f64 {
+        let rows: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        rows.as_array().unwrap().last().unwrap()["success"]
+            .as_f64()
+            .unwrap()
+    };
+    let metrics = std::fs::read_to_string(whole.join("metrics.jsonl")).unwrap();
+    let before: serde_json::Value = serde_json::from_str(metrics.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        success(&alone.join("eval.json")),
+        before["eval/success"].as_f64().unwrap()
+    );
     // Nothing to train is refused, saying why.
     let from = format!("warmup.from={}", whole.display());
     for extra in [["--set", from.as_str()], ["--set", "warmup.steps=0"]] {

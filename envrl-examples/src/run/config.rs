@@ -330,9 +330,10 @@ impl RunConfig {
     pub fn from_toml_file(path: &Path) -> Result<Self> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let file: toml::Table =
+        let mut file: toml::Table =
             toml::from_str(&text).with_context(|| format!("config file {}", path.display()))?;
         env_named(&file, path)?;
+        default_to_the_global_clip(&mut file);
         let config: Self = toml::Value::Table(file)
             .try_into()
             .with_context(|| format!("config file {}", path.display()))?;
@@ -503,6 +504,20 @@ impl RunConfig {
             Some(lambda0) => config.with_lambda0(lambda0),
             None => config,
         })
+    }
+}
+
+/// A recorded config that leaves `trainer.clip` out was written when the global clip was the
+/// only one (runs record it since `{ aux_ratio = 1.0 }` became the default): it reads as
+/// `global`, so such a run resumes, evaluates and compares as it ran.
+fn default_to_the_global_clip(file: &mut toml::Table) {
+    let trainer = file
+        .entry("trainer")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    if let Some(trainer) = trainer.as_table_mut() {
+        trainer
+            .entry("clip")
+            .or_insert_with(|| toml::Value::String("global".into()));
     }
 }
 
@@ -678,6 +693,24 @@ mod tests {
         ] {
             assert!(format!("{err:#}").contains("old form"), "{err:#}");
         }
+    }
+
+    #[test]
+    fn a_recorded_config_without_a_clip_ran_the_global_clip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        // A fresh run records its clip: the default, the objectives capped at the policy's norm.
+        let fresh = RunConfig::cpu_tiny(Alfworld).unwrap();
+        assert_eq!(fresh.trainer.clip, envrl::GradClip::AuxRatio(1.0));
+        let text = fresh.to_toml().unwrap();
+        assert!(text.contains("[trainer.clip]\naux_ratio = 1.0"), "{text}");
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(RunConfig::from_toml_file(&path).unwrap(), fresh);
+        // One recorded before the default changed left the global clip out.
+        let before = text.replace("[trainer.clip]\naux_ratio = 1.0\n", "");
+        std::fs::write(&path, before).unwrap();
+        let recorded = RunConfig::from_toml_file(&path).unwrap();
+        assert_eq!(recorded.trainer.clip, envrl::GradClip::Global);
     }
 
     #[test]

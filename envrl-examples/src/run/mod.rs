@@ -301,8 +301,13 @@ impl Run<'_> {
         }
         let resume_from = plan.resume_from;
         let tokenizer = loaded.tokenizer.clone();
-        // An evaluation of a model file (`envrl eval --model`) plays it as loaded.
-        let model = if resume_from.is_none() && self.trains() {
+        // An evaluation of a model file (`envrl eval --model`) plays it as loaded; one of a
+        // run directory without a checkpoint, its warm start.
+        let model = if let Some(path) = &plan.warm_start {
+            let model = warm_start::load_warm_start(loaded.model, path)?;
+            self.say(format!("evaluating the warm start {}", path.display()));
+            model
+        } else if resume_from.is_none() && self.trains() {
             let demonstrate = &setup.demonstrate;
             let demonstrations = loaded.demonstrations;
             let model = self.warm_start(loaded.model, || {

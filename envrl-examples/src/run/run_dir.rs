@@ -152,9 +152,20 @@ pub fn check_resume_config(dir: &Path, requested: &RunConfig, allow: bool) -> Re
         return Ok(());
     }
     if !allow {
+        // A run recorded before `{ aux_ratio = 1.0 }` became the default ran the global clip,
+        // which its own config file (read over a preset) no longer implies.
+        let hint = match stored.trainer.clip != requested.trainer.clip
+            && stored.trainer.clip.is_global()
+        {
+            true => {
+                "\nthe run ran the global clip (the default before December 2026): add \
+                 --set trainer.clip=global"
+            }
+            false => "",
+        };
         bail!(
             "--resume with settings that change the run ({} differs from the request):\n  {}\n\
-             resume with the run's own config (--config {}), or pass --allow-config-change",
+             resume with the run's own config (--config {}), or pass --allow-config-change{hint}",
             path.display(),
             changes.join("\n  "),
             path.display()
@@ -278,6 +289,9 @@ fn finished_checkpoints(dir: &Path) -> Vec<String> {
 pub(crate) struct DirPlan {
     /// The checkpoint to resume from.
     pub resume_from: Option<PathBuf>,
+    /// The warm start to evaluate: `envrl eval` of a run directory that holds a warm start
+    /// (`--warm-start-only`) and no checkpoint.
+    pub warm_start: Option<PathBuf>,
     /// Whether a previous run's files are removed (a fresh start or `--force`).
     clear: bool,
 }
@@ -305,11 +319,22 @@ impl DirPlan {
                 dir.display()
             ),
             (_, false, true) => true,
-            (None, true, _) if options.mode == super::RunMode::Evaluate => bail!(
-                "nothing to evaluate: {} holds no complete checkpoint (a checkpoint that was cut \
-                 short or fails its checksums is skipped)",
-                checkpoints.display()
-            ),
+            (None, true, _) if options.mode == super::RunMode::Evaluate => {
+                let warm_start = dir.join(WARM_START_FILE);
+                if !warm_start.is_file() {
+                    bail!(
+                        "nothing to evaluate: {} holds no complete checkpoint (a checkpoint that \
+                         was cut short or fails its checksums is skipped) and {} no warm start",
+                        checkpoints.display(),
+                        dir.display()
+                    );
+                }
+                return Ok(DirPlan {
+                    resume_from: None,
+                    warm_start: Some(warm_start),
+                    clear: false,
+                });
+            }
             (None, true, _) => bail!("--resume: no checkpoint in {}", checkpoints.display()),
             // A run's finished checkpoints that fail their checksums are still its record: a
             // fresh start must not delete them unasked.
@@ -342,6 +367,7 @@ impl DirPlan {
         };
         Ok(DirPlan {
             resume_from: if options.resume { existing } else { None },
+            warm_start: None,
             clear,
         })
     }
@@ -359,6 +385,27 @@ impl DirPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resuming_a_run_recorded_before_the_clip_default_names_the_setting_to_add() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = RunConfig::cpu_tiny(super::super::EnvName::Keydoor).unwrap();
+        let recorded = fresh
+            .to_toml()
+            .unwrap()
+            .replace("[trainer.clip]\naux_ratio = 1.0\n", "");
+        std::fs::write(dir.path().join("config.toml"), recorded).unwrap();
+        let err = check_resume_config(dir.path(), &fresh, false).unwrap_err();
+        let message = format!("{err:#}");
+        assert!(message.contains("trainer.clip"), "{message}");
+        assert!(
+            message.contains("add --set trainer.clip=global"),
+            "{message}"
+        );
+        let mut global = fresh.clone();
+        global.trainer.clip = envrl::GradClip::Global;
+        check_resume_config(dir.path(), &global, false).unwrap();
+    }
 
     #[test]
     fn an_evaluation_without_a_good_checkpoint_says_so_without_naming_a_train_flag() {

@@ -49,13 +49,7 @@ impl WarmStart<'_> {
         let warmup = &self.config.warmup;
         if let Some(from) = &warmup.from {
             let path = from.join(WARM_START_FILE);
-            let error = |e: &dyn std::fmt::Display| {
-                anyhow::anyhow!("loading the warm start {}: {e}", path.display())
-            };
-            // Read whole: the run never depends on another run's file after loading.
-            let bytes = envrl::read_whole(&path).map_err(|e| error(&e))?;
-            let record = ModuleRecord::from_bytes(bytes).map_err(|e| error(&e))?;
-            let model = model.try_load_record(record).map_err(|e| error(&e))?;
+            let model = load_warm_start(model, &path)?;
             say(format!("warm start: loaded {}", path.display()));
             return Ok(model);
         }
@@ -110,6 +104,20 @@ impl WarmStart<'_> {
         ));
         Ok(model)
     }
+}
+
+/// Loads the warm start saved at `path` into `model`, reading the file whole (a run never
+/// depends on another run's file after loading).
+///
+/// # Errors
+/// When the file cannot be read or does not fit the model, naming the file.
+pub(crate) fn load_warm_start(model: CausalLm, path: &Path) -> Result<CausalLm> {
+    let error = |e: &dyn std::fmt::Display| {
+        anyhow::anyhow!("loading the warm start {}: {e}", path.display())
+    };
+    let bytes = envrl::read_whole(path).map_err(|e| error(&e))?;
+    let record = ModuleRecord::from_bytes(bytes).map_err(|e| error(&e))?;
+    model.try_load_record(record).map_err(|e| error(&e))
 }
 
 /// Expert responses longer than the rollout's token budget teach replies the policy can never

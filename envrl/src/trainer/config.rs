@@ -56,10 +56,9 @@ pub struct TrainerConfig {
     pub weight_decay: f64,
     /// Gradient-norm clip. Default 1.0.
     pub max_grad_norm: f64,
-    /// How `max_grad_norm` applies: to the summed gradient (`global`, the default), to the
-    /// policy's and each objective's gradient apart (`per_loss`), or with each objective's
-    /// capped at a multiple of the policy's first (`{ aux_ratio = r }`) ([`GradClip`]).
-    #[serde(skip_serializing_if = "GradClip::is_global")]
+    /// How `max_grad_norm` applies: to the summed gradient (`global`), to the policy's and each
+    /// objective's gradient apart (`per_loss`), or with each objective's capped at a multiple of
+    /// the policy's first (`{ aux_ratio = r }`; default `{ aux_ratio = 1.0 }`) ([`GradClip`]).
     pub clip: GradClip,
     /// Sampling during training rollouts. Default temperature 1, top-p 1, 16 tokens.
     pub sampling: SamplingParams,
@@ -151,7 +150,7 @@ impl TrainerConfig {
             learning_rate: 3e-4,
             weight_decay: 0.0,
             max_grad_norm: 1.0,
-            clip: GradClip::Global,
+            clip: GradClip::default(),
             sampling: replies.clone(),
             eval_sampling: SamplingParams {
                 temperature: 0.4,

@@ -144,7 +144,7 @@ impl<P: Policy> StepRunner<'_, P> {
     ) -> Result<StepReport> {
         let (rank, size) = (self.sync.rank(), self.sync.size());
         let mut outcome = StepReport::default();
-        let apart = diagnose || self.clip.needs_parts();
+        let apart = diagnose || self.clip().needs_parts();
         let mut grads = StepGradients {
             summed: GradientsAccumulator::new(),
             parts: apart.then(|| Parts {
@@ -251,7 +251,7 @@ impl<P: Policy> StepRunner<'_, P> {
             .chain(&aux)
             .map(|g| global_grad_norm(policy, g))
             .collect();
-        let factors = self.clip.part_factors(self.max_grad_norm, &norms);
+        let factors = self.clip().part_factors(self.max_grad_norm, &norms);
         if let (Some(summed), false) = (summed, factors.iter().any(|&f| f != 1.0)) {
             return (summed, factors);
         }
@@ -269,6 +269,15 @@ impl<P: Policy> StepRunner<'_, P> {
         (sum.grads(), factors)
     }
 
+    /// The clip this step applies: the configured one where an objective trains, else the global
+    /// clip, which every mode is then (the gradients are summed as they come, bit for bit).
+    fn clip(&self) -> GradClip {
+        match self.lambdas.iter().any(|&lambda| lambda != 0.0) {
+            true => self.clip,
+            false => GradClip::Global,
+        }
+    }
+
     /// Clips the summed gradient as the mode says; `None` when its norm is not finite.
     fn clip_sum(
         &self,
@@ -277,7 +286,7 @@ impl<P: Policy> StepRunner<'_, P> {
         parts_bound: bool,
     ) -> Option<Clipped> {
         let policy = &*self.policy;
-        let bound = match self.clip.clips_the_sum() {
+        let bound = match self.clip().clips_the_sum() {
             true => self.max_grad_norm,
             false => 0.0,
         };

@@ -78,12 +78,16 @@ impl FinishedRun {
     }
 
     /// The arm: the whole algorithm, e.g. `grpo + state_prediction(cosine 0.2)`, and how its
-    /// gradient is clipped when that is not the global clip (`…, clip per_loss`).
+    /// gradient is clipped when an objective trains and the clip is not the global one
+    /// (`…, clip per_loss`; without a trained objective every clip is the global one).
     pub fn method(&self) -> String {
-        let label = self.config.algorithm.label();
+        let algorithm = &self.config.algorithm;
+        let label = algorithm.label();
         match self.config.trainer.clip {
-            envrl::GradClip::Global => label,
-            clip => format!("{label}, clip {}", clip.label()),
+            clip if !clip.is_global() && algorithm.trains_an_objective() => {
+                format!("{label}, clip {}", clip.label())
+            }
+            _ => label,
         }
     }
 
@@ -488,7 +492,8 @@ mod tests {
         assert!(markdown.contains("| grpo | 2 | 37.5 ["), "{markdown}");
         assert!(markdown.contains("| baseline |"), "{markdown}");
         assert!(
-            markdown.contains("| grpo + state_prediction(cosine 0.2) | 2 | 62.5 ["),
+            markdown
+                .contains("| grpo + state_prediction(cosine 0.2), clip aux_ratio 1 | 2 | 62.5 ["),
             "{markdown}"
         );
         // +25 points on both seeds: a t interval of zero width, and an MDE of 0.
@@ -499,7 +504,7 @@ mod tests {
         // Per seed: one discordant game, won by the arm; McNemar cannot reject with one.
         assert!(
             markdown.contains(
-                "| grpo + state_prediction(cosine 0.2) | 1 | 4 | +25.0 | 1 / 0 | 1.000 |"
+                "| grpo + state_prediction(cosine 0.2), clip aux_ratio 1 | 1 | 4 | +25.0 | 1 / 0 | 1.000 |"
             ),
             "{markdown}"
         );
@@ -635,7 +640,7 @@ mod tests {
         let markdown = compare(&same, &out, None, None, "comparison.md").unwrap();
         println!("{markdown}");
         assert!(markdown.starts_with("Manipulation check:"), "{markdown}");
-        assert!(markdown.contains("| state_prediction | grpo + state_prediction(cosine 0.2) | trains it | 3 | 0.900 ± 0.050 |"), "{markdown}");
+        assert!(markdown.contains("| state_prediction | grpo + state_prediction(cosine 0.2), clip aux_ratio 1 | trains it | 3 | 0.900 ± 0.050 |"), "{markdown}");
         assert!(
             markdown.contains("trains its control | 3 | 1.000 ± 0.000 |"),
             "{markdown}"

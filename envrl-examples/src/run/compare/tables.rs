@@ -198,6 +198,7 @@ pub fn comparison_markdown(runs: &[FinishedRun], baseline: Option<&str>) -> Resu
     }
     out.push_str(&per_task_type(runs, &arms));
     out.push_str(&gradient_diagnostics(&arms));
+    out.push_str(&clip_effects(&arms));
     Ok(out)
 }
 
@@ -373,6 +374,65 @@ fn third_mean(
     (!values.is_empty()).then(|| mean_std(&values).0)
 }
 
+/// An arm's per-seed means of `value` over the first (or last) third of the iterations, as
+/// "mean ± std" over seeds; "–" when no run logged it.
+fn third_cell(
+    arm: &Arm<'_>,
+    late: bool,
+    value: &dyn Fn(&envrl::IterationMetrics) -> Option<f64>,
+) -> String {
+    let per_seed: Vec<f64> = arm
+        .runs
+        .iter()
+        .filter_map(|r| third_mean(r, late, value))
+        .collect();
+    if per_seed.is_empty() {
+        return "–".to_string();
+    }
+    let (m, s) = mean_std(&per_seed);
+    format!("{m:.3} ± {s:.3}")
+}
+
+/// How often the gradient clip bound and how much it scaled the policy's own gradient, per arm
+/// (`optim/clip_bound`, `optim/actor_grad_factor`), in the first and last third of the
+/// iterations; empty when no run logged them.
+fn clip_effects(arms: &[Arm<'_>]) -> String {
+    let logged = |arm: &Arm<'_>| {
+        arm.runs
+            .iter()
+            .any(|r| r.history.iter().any(|m| m.get(names::CLIP_BOUND).is_some()))
+    };
+    let rows: Vec<String> = arms
+        .iter()
+        .filter(|arm| logged(arm))
+        .map(|arm| {
+            let bound = |m: &envrl::IterationMetrics| m.get(names::CLIP_BOUND);
+            let factor = |m: &envrl::IterationMetrics| m.get(names::ACTOR_GRAD_FACTOR);
+            format!(
+                "| {} | {} | {} | {} | {} |\n",
+                arm.label,
+                third_cell(arm, false, &bound),
+                third_cell(arm, true, &bound),
+                third_cell(arm, false, &factor),
+                third_cell(arm, true, &factor)
+            )
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nThe gradient clip (`trainer.clip`, `trainer.max_grad_norm`): the share of optimizer \
+         steps whose gradient the clip scaled down in any part, and the factor it multiplied the \
+         policy's own gradient by (1: untouched), in the first and last third of the iterations \
+         (mean ± std over seeds):\n\n\
+         | arm | steps clipped early | late | policy gradient factor early | late |\n\
+         |---|---|---|---|---|\n",
+    );
+    out.extend(rows);
+    out
+}
+
 fn gradient_diagnostics(arms: &[Arm<'_>]) -> String {
     let mut out = String::new();
     let mut rows = Vec::new();
@@ -391,17 +451,7 @@ fn gradient_diagnostics(arms: &[Arm<'_>]) -> String {
                 |m: &envrl::IterationMetrics| Some(m.get(&norm)? / m.get(names::GRAD_ACTOR_NORM)?);
             let cosine = |m: &envrl::IterationMetrics| m.get(&cos);
             let cell = |value: &dyn Fn(&envrl::IterationMetrics) -> Option<f64>, late| {
-                let per_seed: Vec<f64> = arm
-                    .runs
-                    .iter()
-                    .filter_map(|r| third_mean(r, late, value))
-                    .collect();
-                if per_seed.is_empty() {
-                    "–".to_string()
-                } else {
-                    let (m, s) = mean_std(&per_seed);
-                    format!("{m:.3} ± {s:.3}")
-                }
+                third_cell(arm, late, value)
             };
             rows.push(format!(
                 "| {} | {objective} | {} | {} | {} | {} |",
