@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Does a change of the programs' code keep what runs do? Runs a fixed-seed keydoor, ALFWorld and
-# WebShop run (3 iterations each, the EnvRL objectives on) with two `envrl` binaries
+# Does a change of the programs' code keep what runs do? Runs a fixed-seed keydoor, ALFWorld,
+# WebShop and Sokoban run and a keydoor run that plays ahead (3 iterations each, the EnvRL
+# objectives on) with two `envrl` binaries
 # and compares what they write: metrics.jsonl line by line without the timings (`perf/*`) and
 # config.toml key by key (and value by value, except those listed in ALLOWED_VALUE_CHANGES).
 #
@@ -35,8 +36,16 @@ webshop=(train webshop --seed 3 --iterations 3 --aux state_prediction,inverse_dy
   --set warmup.steps=40 --set warmup.episodes=40 --set tasks.train=40 --set tasks.eval=8
   --set trainer.eval_every=2 --set trainer.eval_episodes=8 --set trainer.groups=2)
 
+sokoban=(train sokoban --seed 3 --iterations 3 --aux state_prediction,inverse_dynamics
+  --set warmup.steps=40 --set warmup.episodes=40 --set tasks.train=40 --set tasks.eval=8
+  --set trainer.eval_every=2 --set trainer.eval_episodes=8 --set trainer.groups=2)
+# The next rollout played during each update (the actor on another thread while the learner steps).
+ahead=(train keydoor --seed 5 --iterations 3 --aux state_prediction,inverse_dynamics
+  --set trainer.max_staleness=1 --set trainer.eval_every=2 --set trainer.eval_episodes=16
+  --set tasks.eval=16)
+
 status=0
-for name in keydoor alfworld webshop; do
+for name in keydoor alfworld webshop sokoban ahead; do
   declare -n args=$name
   for side in before after; do
     bin=${!side}

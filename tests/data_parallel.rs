@@ -20,7 +20,7 @@ mod under_mpi {
     use std::process::Command;
 
     use burn::tensor::Device;
-    use envrl::distributed::{GradientSync, Mpi, SingleProcess};
+    use envrl::distributed::{Collective, Mpi, SingleProcess};
     use envrl::metric_names;
     use envrl_algos::AdvantageConfig;
     use envrl_examples::keydoor::{KeyDoorSettings, build, envrl_objectives};
@@ -77,9 +77,9 @@ mod under_mpi {
         s
     }
 
-    fn train(settings: &KeyDoorSettings, sync: impl GradientSync + 'static) -> Report {
+    fn train(settings: &KeyDoorSettings, sync: impl Collective + 'static) -> Report {
         let run = build(settings, &Device::flex()).unwrap();
-        let mut trainer = run.trainer.with_gradient_sync(sync);
+        let mut trainer = run.trainer.with_collective(sync);
         let mut report = Report {
             metrics: Vec::new(),
             episodes: Vec::new(),

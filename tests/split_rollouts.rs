@@ -6,7 +6,7 @@
 //! `max_staleness` 1, each rank plays its share of the next rollout during the update.
 
 use burn::tensor::Device;
-use envrl::distributed::{GradientSync, SingleProcess};
+use envrl::distributed::{Collective, SingleProcess};
 use envrl_algos::AdvantageConfig;
 use envrl_examples::keydoor::{KeyDoorSettings, build, envrl_objectives};
 
@@ -54,9 +54,9 @@ fn responses(batch: &envrl::RolloutBatch) -> Vec<String> {
     batch.rows().map(|r| r.step.response.clone()).collect()
 }
 
-fn train(s: &KeyDoorSettings, sync: impl GradientSync + 'static) -> Seen {
+fn train(s: &KeyDoorSettings, sync: impl Collective + 'static) -> Seen {
     let run = build(s, &Device::flex()).unwrap();
-    let mut trainer = run.trainer.with_gradient_sync(sync);
+    let mut trainer = run.trainer.with_collective(sync);
     let mut seen = Seen {
         episodes: vec![responses(&trainer.evaluate(7).unwrap().batch)],
         logprobs: Vec::new(),

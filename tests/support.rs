@@ -55,7 +55,7 @@ impl ThreadRank {
     }
 }
 
-impl envrl::distributed::GradientSync for ThreadRank {
+impl envrl::distributed::Collective for ThreadRank {
     fn rank(&self) -> usize {
         self.rank
     }

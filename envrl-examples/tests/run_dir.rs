@@ -268,6 +268,40 @@ fn force_with_a_bad_model_or_impossible_sizes_leaves_the_old_run_untouched() {
     }
 }
 
+#[test]
+fn an_unusable_rollout_server_is_refused_before_anything_is_loaded_or_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    assert!(train(&run, 2, &[]).status.success());
+    let before = (listing(&run), listing(&run.join("checkpoints")));
+    let metrics = std::fs::read(run.join("metrics.jsonl")).unwrap();
+    let settings = [
+        ("rollout.server=spawn:sglang", "envrl starts"),
+        ("rollout.server=localhost:8000", "neither"),
+        (
+            "rollout.server=http://localhost:8000",
+            "set rollout.policy_dir",
+        ),
+    ];
+    for (setting, says) in settings {
+        // Over a finished run with --force, and into a directory that does not exist yet.
+        let fresh = dir.path().join("fresh");
+        for (target, extra) in [(&run, &["--force"][..]), (&fresh, &[][..])] {
+            let out = train(target, 2, &[extra, &["--set", setting]].concat());
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{setting} was accepted");
+            assert!(stderr.contains(says), "{setting}: {stderr}");
+        }
+        assert!(!fresh.exists(), "{setting} created the run directory");
+        assert_eq!(
+            (listing(&run), listing(&run.join("checkpoints"))),
+            before,
+            "{setting} changed the run directory"
+        );
+        assert_eq!(std::fs::read(run.join("metrics.jsonl")).unwrap(), metrics);
+    }
+}
+
 /// A small tmpfs mounted for the test's lifetime (root on Linux only).
 struct Tmpfs(std::path::PathBuf);
 

@@ -13,7 +13,7 @@ use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::store::ModuleRecord;
 use burn::tensor::{Device, Tensor};
-use envrl::distributed::{GradientSync, sum_gradients};
+use envrl::distributed::{Collective, sum_gradients};
 use envrl::{
     Critic, FusedAdamW, ScoreRow, ValueStep, ValueUpdate, clip_global_grad_norm, pad_rows,
 };
@@ -170,11 +170,7 @@ impl Critic for LmCritic {
             .collect()
     }
 
-    fn update(
-        &mut self,
-        step: ValueStep<'_>,
-        sync: &dyn GradientSync,
-    ) -> envrl::Result<ValueUpdate> {
+    fn update(&mut self, step: ValueStep<'_>, sync: &dyn Collective) -> envrl::Result<ValueUpdate> {
         let mut update = ValueUpdate::default();
         if step.step_tokens == 0 {
             return Ok(update);

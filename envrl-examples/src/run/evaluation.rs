@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use envrl::Trainer;
-use envrl::distributed::GradientSync;
+use envrl::distributed::Collective;
 use envrl_algos::CausalLm;
 
 use super::envs::Reporting;
@@ -54,7 +54,7 @@ impl Evaluation<'_> {
                     .iter()
                     .map(|(k, v)| (*k, *v))
                     .collect();
-                Some(gather_scores(trainer.gradient_sync(), mine)?)
+                Some(gather_scores(trainer.collective(), mine)?)
             }
             None => None,
         };
@@ -79,7 +79,7 @@ impl Evaluation<'_> {
 }
 
 /// The episode scores of every rank's share of the evaluation.
-fn gather_scores(sync: &dyn GradientSync, mine: BTreeMap<u64, f64>) -> Result<BTreeMap<u64, f64>> {
+fn gather_scores(sync: &dyn Collective, mine: BTreeMap<u64, f64>) -> Result<BTreeMap<u64, f64>> {
     if sync.size() == 1 {
         return Ok(mine);
     }

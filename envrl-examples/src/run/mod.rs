@@ -341,7 +341,7 @@ impl Run<'_> {
         }
         .build(model)?
         .with_checkpoint_dir(dir.join("checkpoints"))
-        .with_gradient_sync(options.ranks.gradient_sync());
+        .with_collective(options.ranks.collective());
         if let Some(server) = rollout_server::policy_server(config)? {
             if let Some(place) = config.rollout.describe() {
                 self.say(format!("rollouts sampled by {place}"));

@@ -11,7 +11,7 @@ use std::fmt;
 use std::rc::Rc;
 
 use anyhow::{Context, Result, bail};
-use envrl::distributed::{GradientSync, SingleProcess};
+use envrl::distributed::{Collective, SingleProcess};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tempfile::TempDir;
@@ -98,7 +98,7 @@ impl Ranks {
         }
     }
 
-    fn sync(&self) -> &dyn GradientSync {
+    fn sync(&self) -> &dyn Collective {
         match self {
             Ranks::Single => &SingleProcess,
             #[cfg(feature = "mpi")]
@@ -107,7 +107,7 @@ impl Ranks {
     }
 
     /// The exchange the trainer sums gradients with.
-    pub fn gradient_sync(&self) -> Box<dyn GradientSync> {
+    pub fn collective(&self) -> Box<dyn Collective> {
         match self {
             Ranks::Single => Box::new(SingleProcess),
             #[cfg(feature = "mpi")]

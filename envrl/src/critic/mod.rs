@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::distributed::GradientSync;
+use crate::distributed::Collective;
 use crate::error::Result;
 use crate::policy::ScoreRow;
 
@@ -49,7 +49,7 @@ pub trait Critic: Send {
     ///
     /// # Errors
     /// [`crate::Error::Distributed`] when the exchange with the other ranks fails.
-    fn update(&mut self, step: ValueStep<'_>, sync: &dyn GradientSync) -> Result<ValueUpdate>;
+    fn update(&mut self, step: ValueStep<'_>, sync: &dyn Collective) -> Result<ValueUpdate>;
 
     /// Writes the critic's weights and optimizer state into checkpoint directory `dir`.
     ///

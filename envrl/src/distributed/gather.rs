@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::distributed::GradientSync;
+use crate::distributed::Collective;
 use crate::error::{Error, Result};
 
 /// Every rank's `value`, in rank order, and the bytes this rank sent. MessagePack keeps every
@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 /// # Errors
 /// [`Error::Distributed`] when the exchange fails or a rank's value cannot be read, naming it.
 pub fn gather<T: Serialize + DeserializeOwned>(
-    sync: &dyn GradientSync,
+    sync: &dyn Collective,
     what: &str,
     value: &T,
 ) -> Result<(Vec<T>, usize)> {

@@ -1,11 +1,11 @@
 //! Gradients summed over ranks: flattened in parameter order into one host buffer, summed by a
-//! [`GradientSync`], and put back.
+//! [`Collective`], and put back.
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::{DType, Device, Tensor, TensorData};
 
-use crate::distributed::GradientSync;
+use crate::distributed::Collective;
 use crate::error::{Error, Result};
 
 /// One float parameter as the flat buffer lays it out.
@@ -93,7 +93,7 @@ impl ModuleVisitor for Rebuild<'_> {
 pub fn sum_gradients<M: Module>(
     module: &M,
     mut grads: GradientsParams,
-    sync: &dyn GradientSync,
+    sync: &dyn Collective,
 ) -> Result<(GradientsParams, usize)> {
     if sync.size() == 1 {
         return Ok((grads, 0));

@@ -3,7 +3,7 @@
 //! Every process (a *rank*) holds the same model, plays its share of the iteration's groups and
 //! gathers the others' trajectories (so every rank holds the same rollout batch), computes the
 //! gradient of its share of each optimizer step's rows and examples, and the ranks sum those
-//! gradients before every rank clips and steps identically. [`GradientSync`] is that exchange;
+//! gradients before every rank clips and steps identically. [`Collective`] is that exchange;
 //! [`SingleProcess`] is the one-process case (nothing to exchange) and, with the `mpi` feature,
 //! `Mpi` runs it between the processes of an MPI job (`mpirun -np N …`).
 //!
@@ -28,12 +28,15 @@ pub use share::share_of;
 
 use crate::error::Result;
 
-/// The exchange between the ranks of a data-parallel run.
+/// The exchange between the ranks of a data-parallel run, at the two seams where they meet:
+/// gathering what each rank played or scored (trajectories, the critic's values: [`gather`]
+/// over [`Collective::all_gather`]) and summing gradients and statistics
+/// ([`Collective::sum`], [`sum_gradients`]).
 ///
 /// Every rank calls the same methods in the same order with buffers of the same length (the
 /// collectives of MPI); an implementation that cannot complete one returns
 /// [`crate::Error::Distributed`] naming the rank and the cause rather than hang or panic.
-pub trait GradientSync {
+pub trait Collective {
     /// This process's rank, `0..size`.
     fn rank(&self) -> usize;
 
@@ -55,7 +58,7 @@ pub trait GradientSync {
 }
 
 /// Forwards to the shared exchange.
-impl<T: GradientSync + ?Sized> GradientSync for std::rc::Rc<T> {
+impl<T: Collective + ?Sized> Collective for std::rc::Rc<T> {
     fn rank(&self) -> usize {
         (**self).rank()
     }
@@ -74,7 +77,7 @@ impl<T: GradientSync + ?Sized> GradientSync for std::rc::Rc<T> {
 }
 
 /// Forwards to the boxed exchange.
-impl<T: GradientSync + ?Sized> GradientSync for Box<T> {
+impl<T: Collective + ?Sized> Collective for Box<T> {
     fn rank(&self) -> usize {
         (**self).rank()
     }
@@ -96,7 +99,7 @@ impl<T: GradientSync + ?Sized> GradientSync for Box<T> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SingleProcess;
 
-impl GradientSync for SingleProcess {
+impl Collective for SingleProcess {
     fn rank(&self) -> usize {
         0
     }

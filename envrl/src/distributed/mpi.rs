@@ -1,4 +1,4 @@
-//! [`GradientSync`] between the processes of an MPI job, with a watchdog on every exchange.
+//! [`Collective`] between the processes of an MPI job, with a watchdog on every exchange.
 //!
 //! Every exchange is point to point: each rank sends its buffer to every other one and polls
 //! its receives, so after the watchdog's time it names the ranks whose data did not arrive.
@@ -15,7 +15,7 @@ use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
-use crate::distributed::{GradientSync, ordered_sum};
+use crate::distributed::{Collective, ordered_sum};
 use crate::error::{Error, Result};
 
 /// Values per exchanged chunk of a sum (4 MiB of f32 per rank): bounds the receive buffers.
@@ -223,7 +223,7 @@ fn exchange_name(code: u64) -> &'static str {
     }
 }
 
-impl GradientSync for Mpi {
+impl Collective for Mpi {
     fn rank(&self) -> usize {
         self.world.rank() as usize
     }

@@ -11,7 +11,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use crate::auxiliary::AuxObjective;
-use crate::distributed::{GradientSync, gather, sum_gradients};
+use crate::distributed::{Collective, gather, sum_gradients};
 use crate::error::{Error, Result};
 use crate::policy::{Policy, ScoreRow};
 use crate::trainer::metric_names as names;
@@ -43,7 +43,7 @@ pub struct StepRunner<'a, P: Policy> {
     /// How the bound applies ([`GradClip`]).
     pub clip: GradClip,
     /// The exchange with the other ranks computing this step ([`crate::distributed`]).
-    pub sync: &'a dyn GradientSync,
+    pub sync: &'a dyn Collective,
 }
 
 /// The result of one optimizer step.

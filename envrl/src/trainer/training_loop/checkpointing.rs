@@ -39,7 +39,7 @@ impl<P: Policy> Trainer<P> {
             format: CHECKPOINT_FORMAT,
             iteration: self.iteration,
             env_steps: self.env_steps,
-            optimizer_steps: self.optimizer_steps,
+            optimizer_steps: self.learner.optimizer_steps,
             streams: self.streams.clone(),
             config: serde_json::to_value(&self.config).unwrap_or_default(),
             files: self.trainer_files()?,
@@ -47,10 +47,10 @@ impl<P: Policy> Trainer<P> {
         let path = save_checkpoint(
             dir,
             &state,
-            &self.policy,
-            self.reference.as_ref(),
-            &self.optimizer,
-            self.parts.critic.as_deref(),
+            &self.learner.policy,
+            self.learner.reference.as_ref(),
+            &self.learner.optimizer,
+            self.learner.critic.as_deref(),
         )?;
         prune_checkpoints(dir, self.config.keep_checkpoints)?;
         crash_point("checkpoint-pruned");
@@ -74,18 +74,19 @@ impl<P: Policy> Trainer<P> {
         };
         let named = self.sync.all_gather(settled.to_string_lossy().as_bytes())?;
         let path = &PathBuf::from(String::from_utf8_lossy(&named[0]).into_owned());
-        let loaded = load_checkpoint(path, self.policy.clone(), adamw(&self.config))?;
+        let loaded = load_checkpoint(path, self.learner.policy.clone(), adamw(&self.config))?;
         loaded
             .state
             .streams
-            .check_objectives(self.parts.aux.iter().map(|a| a.name()))
+            .check_objectives(self.learner.aux.iter().map(|a| a.name()))
             .map_err(|e| Error::Checkpoint {
                 path: path.to_path_buf(),
                 reason: e.to_string(),
             })?;
-        self.policy = loaded.model;
-        if self.reference.is_some() {
-            self.reference = Some(match loaded.reference {
+        let learner = &mut self.learner;
+        learner.policy = loaded.model;
+        if learner.reference.is_some() {
+            learner.reference = Some(match loaded.reference {
                 Some(reference) => reference.valid(),
                 None => {
                     return Err(Error::Checkpoint {
@@ -96,20 +97,21 @@ impl<P: Policy> Trainer<P> {
                 }
             });
         }
-        if let Some(critic) = self.parts.critic.as_mut() {
+        if let Some(critic) = learner.critic.as_mut() {
             critic.load(path)?;
         }
-        self.optimizer = loaded.optimizer;
+        learner.optimizer = loaded.optimizer;
+        learner.optimizer_steps = loaded.state.optimizer_steps;
+        learner.start_weights = decode_trainer_file(&loaded.state.files, path, START_WEIGHTS_FILE)?;
+        let no_start_weights = learner.start_weights.is_none();
         self.streams = loaded.state.streams;
-        self.optimizer_steps = loaded.state.optimizer_steps;
         self.saved_at = Some(loaded.state.iteration);
         self.iteration = loaded.state.iteration;
         self.env_steps = loaded.state.env_steps;
         self.stopped = None;
         let files = &loaded.state.files;
         self.pending = decode_trainer_file(files, path, PENDING_ROLLOUT_FILE)?;
-        self.start_weights = decode_trainer_file(files, path, START_WEIGHTS_FILE)?;
-        if self.start_weights.is_none() {
+        if no_start_weights {
             log::warn!(
                 "{} has no {START_WEIGHTS_FILE} (written by an older envrl): \
                  policy/weight_distance is not logged for this run",
@@ -127,7 +129,7 @@ impl<P: Policy> Trainer<P> {
             let bytes = encode_trainer_file(pending, PENDING_ROLLOUT_FILE)?;
             files.insert(PENDING_ROLLOUT_FILE.to_string(), bytes);
         }
-        if let Some(start) = &self.start_weights {
+        if let Some(start) = &self.learner.start_weights {
             let bytes = encode_trainer_file(start, START_WEIGHTS_FILE)?;
             files.insert(START_WEIGHTS_FILE.to_string(), bytes);
         }

@@ -6,8 +6,10 @@ use crate::advantage::Advantage;
 use crate::auxiliary::AuxObjective;
 use crate::critic::Critic;
 use crate::env::World;
+use crate::error::{Error, Result};
 use crate::policy::Tokenizer;
-use crate::trainer::PolicyLoss;
+use crate::policy::{Policy, RolloutWeights};
+use crate::trainer::{PolicyLoss, TrainerConfig};
 use crate::trajectory::RolloutBatch;
 
 /// The parts a [`Trainer`](super::Trainer) composes, all behind the crate's traits.
@@ -24,6 +26,53 @@ pub struct TrainerParts {
     pub critic: Option<Box<dyn Critic>>,
     /// Auxiliary objectives (state prediction, inverse dynamics, yours).
     pub aux: Vec<Box<dyn AuxObjective>>,
+}
+
+impl TrainerParts {
+    /// Checks that these parts, `config` and `policy` make a trainer: a valid config with
+    /// enough training tasks, evaluation tasks when evaluation is on, a critic for an estimator
+    /// that needs one, and a policy on an autodiff device that can make its acting copy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming what is missing.
+    pub(crate) fn check<P: Policy>(&self, config: &TrainerConfig, policy: &P) -> Result<()> {
+        config.validate()?;
+        config.validate_against_tasks(self.world.train_tasks.len())?;
+        if config.eval_every > 0 && self.world.eval_tasks.is_empty() {
+            return Err(Error::config(
+                "eval_every",
+                "evaluation is on but there are no eval tasks",
+            ));
+        }
+        if self.advantage.needs_values() && self.critic.is_none() {
+            return Err(Error::config(
+                "critic",
+                format!(
+                    "the `{}` estimator needs a critic (TrainerParts::critic)",
+                    self.advantage.name()
+                ),
+            ));
+        }
+        let device = policy
+            .devices()
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::config("policy", "the policy has no parameters"))?;
+        if !device.is_autodiff() {
+            return Err(Error::config(
+                "policy",
+                "the policy must live on an autodiff device",
+            ));
+        }
+        if let Some(warning) = group_size_warning(config.group_size, self.advantage.as_ref()) {
+            log::warn!("{warning}");
+        }
+        if config.rollout_weights != RolloutWeights::F32 {
+            // Refused here, not at the first rollout.
+            policy.acting_copy(config.rollout_weights)?;
+        }
+        Ok(())
+    }
 }
 
 /// The outcome of an evaluation.

@@ -2,33 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{Trainer, UNK_WARN_RATE};
-use crate::policy::Policy;
 use crate::rollout::RolloutStats;
 use crate::trainer::metric_names as names;
 use crate::trainer::{IterationMetrics, LearnerBatch, SamplerGap};
 use crate::trajectory::RolloutBatch;
-
-impl<P: Policy> Trainer<P> {
-    /// Warns once per objective whose targets are more than [`UNK_WARN_RATE`] unknown tokens:
-    /// its loss can still fall (it learns to predict `<unk>`) while it teaches nothing.
-    pub(super) fn warn_unknown_targets(&mut self, metrics: &IterationMetrics) {
-        for aux in &self.parts.aux {
-            let name = aux.name();
-            let rate = metrics.get(&names::aux_unk_rate(name)).unwrap_or(0.0);
-            if rate > UNK_WARN_RATE && !self.unk_warned.iter().any(|n| n == name) {
-                log::warn!(
-                    "{:.0} % of objective `{name}`'s target tokens are unknown to the tokenizer \
-                     (<unk>): it learns nothing from them. Build the word tokenizer from the \
-                     texts the objective produces too (AuxObjective::prompt_words, the \
-                     environment's observations)",
-                    100.0 * rate
-                );
-                self.unk_warned.push(name.to_string());
-            }
-        }
-    }
-}
 
 /// What the optimizer steps of one iteration add to its metrics.
 #[derive(Default)]
