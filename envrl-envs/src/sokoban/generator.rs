@@ -96,6 +96,22 @@ impl SokobanConfig {
                 "sokoban max_steps = 0: must be at least 1".into(),
             );
         }
+        // verl-agent retries a failed seed forever: settings whose rooms cannot be carved
+        // would hang every reset, so they are refused here.
+        if generate_within(self, 0, PROBE_SEEDS).is_none() {
+            return bad(
+                "sokoban boxes",
+                format!(
+                    "sokoban {}×{} rooms with {} boxes: no room was generated from seed 0 or its \
+                     {} retries (the random walk carves too little floor for that many boxes, \
+                     or no reverse play moves them); use fewer boxes or a larger room",
+                    self.rows,
+                    self.cols,
+                    self.boxes,
+                    PROBE_SEEDS - 1
+                ),
+            );
+        }
         Ok(())
     }
 
@@ -138,6 +154,28 @@ pub fn generate(config: &SokobanConfig, seed: u32) -> GeneratedRoom {
             }
         }
     }
+}
+
+/// The seeds the settings check tries (seed 0 and its retries) before it calls settings
+/// unable to generate a room.
+pub const PROBE_SEEDS: usize = 200;
+
+/// The room of `seed` within `max_seeds` seeds (`seed` and its retries, as [`generate`] tries
+/// them); `None` when every one failed.
+pub fn generate_within(
+    config: &SokobanConfig,
+    seed: u32,
+    max_seeds: usize,
+) -> Option<GeneratedRoom> {
+    let mut failed = Vec::new();
+    let seeds = std::iter::successors(Some(seed), |&s| Some(retry_seed(s)));
+    for seed in seeds.take(max_seeds) {
+        match generate_once(config, seed) {
+            Ok(room) => return Some(GeneratedRoom { room, seed, failed }),
+            Err(_) => failed.push(seed),
+        }
+    }
+    None
 }
 
 /// verl-agent's next seed after a failure: `abs(hash(str(seed))) % 2**32`.
@@ -467,6 +505,32 @@ mod tests {
             })
             .contains("search_depth")
         );
+    }
+
+    #[test]
+    fn settings_whose_rooms_cannot_be_carved_are_refused_not_retried_forever() {
+        // Each of these passes the size checks, and verl-agent's generator loops on them.
+        for (rows, cols, boxes) in [(4, 4, 2), (5, 5, 7), (6, 6, 14), (64, 64, 3000)] {
+            let config = SokobanConfig {
+                rows,
+                cols,
+                boxes,
+                ..Default::default()
+            };
+            let err = config.validate().unwrap_err().to_string();
+            assert!(
+                err.contains("no room was generated") && err.contains(&format!("{boxes} boxes")),
+                "{rows}×{cols}, {boxes}: {err}"
+            );
+        }
+        // Where rooms generate, the bounded search finds the one the unbounded one does.
+        let config = SokobanConfig::default();
+        for seed in 0..50 {
+            assert_eq!(
+                generate_within(&config, seed, PROBE_SEEDS),
+                Some(generate(&config, seed))
+            );
+        }
     }
 
     #[test]
