@@ -52,52 +52,18 @@ impl PublishForm {
     }
 }
 
-impl Engine {
-    /// The routes that load and unload a LoRA adapter while the server runs; `None` for
-    /// llama.cpp, which cannot (a new policy means a restart: [`super::SpawnedLlamaCpp`]).
-    pub fn adapter_routes(self) -> Option<(&'static str, &'static str)> {
-        match self {
-            Engine::LlamaCpp => None,
-            Engine::Vllm => Some(("/v1/load_lora_adapter", "/v1/unload_lora_adapter")),
-            Engine::Sglang => Some(("/load_lora_adapter", "/unload_lora_adapter")),
-        }
-    }
-
-    /// The requests, in order, that make a running server reload the served model's weights
-    /// from the Hugging Face directory `path`: vLLM's `reload_weights` through
-    /// `/collective_rpc` (a server started with `VLLM_SERVER_DEV_MODE=1`), then
-    /// `/reset_prefix_cache` so that no cached prefix of the old weights is reused; SGLang's
-    /// `/update_weights_from_disk` (which flushes its cache). `None` for llama.cpp.
-    pub fn reload_requests(self, path: &str) -> Option<Vec<(&'static str, Value)>> {
-        match self {
-            Engine::LlamaCpp => None,
-            Engine::Vllm => Some(vec![
-                (
-                    "/collective_rpc",
-                    json!({"method": "reload_weights", "kwargs": {"weights_path": path}}),
-                ),
-                ("/reset_prefix_cache", json!({})),
-            ]),
-            Engine::Sglang => Some(vec![(
-                "/update_weights_from_disk",
-                json!({"model_path": path}),
-            )]),
-        }
-    }
-
-    /// The requests that make a running server play `path` (written in `form`) as `name`.
-    fn publish_requests(
-        self,
-        form: PublishForm,
-        name: &str,
-        path: &str,
-    ) -> Option<Vec<(&'static str, Value)>> {
-        match form {
-            PublishForm::Adapter => self
-                .adapter_routes()
-                .map(|(load, _)| vec![(load, json!({"lora_name": name, "lora_path": path}))]),
-            PublishForm::Weights => self.reload_requests(path),
-        }
+/// The requests that make a running `engine` play `path` (written in `form`) as `name`.
+fn publish_requests(
+    engine: Engine,
+    form: PublishForm,
+    name: &str,
+    path: &str,
+) -> Option<Vec<(&'static str, Value)>> {
+    match form {
+        PublishForm::Adapter => engine
+            .adapter_routes()
+            .map(|(load, _)| vec![(load, json!({"lora_name": name, "lora_path": path}))]),
+        PublishForm::Weights => engine.reload_requests(path),
     }
 }
 
@@ -277,7 +243,7 @@ impl PolicyServer<CausalLm> for LiveServers {
             .collect();
         let mut failed = Vec::new();
         for (url, engine) in &servers {
-            let Some(requests) = engine.publish_requests(form, &name, &path_text) else {
+            let Some(requests) = publish_requests(*engine, form, &name, &path_text) else {
                 continue;
             };
             if let Err(e) = requests

@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::engine::{SampleRequest, ServedTokens};
+use super::Engine;
+use super::api::{EngineApi, SampleRequest, ServedTokens};
 
 /// The request body. llama.cpp's defaults (top-k 40, min-p 0.05, repetition window, DRY, XTC)
 /// are turned off and its sampler chain set to temperature → top-k → top-p, Hugging Face's
@@ -104,6 +105,36 @@ pub(crate) fn ids(value: Option<&Value>, field: &str) -> Result<Vec<u32>, String
                 .ok_or_else(|| format!("`{field}[{i}]` is {v}, not a token id"))
         })
         .collect()
+}
+
+/// llama.cpp's server: `POST /completion` with `prompt` as ids, `n_probs`, `return_tokens`, and
+/// its sampler chain set to plain sampling; it cannot take a new policy while it runs.
+pub struct LlamaCpp;
+
+/// The registry's handle on [`LlamaCpp`].
+pub const LLAMA_CPP: Engine = Engine::new(&LlamaCpp);
+
+impl EngineApi for LlamaCpp {
+    fn name(&self) -> &'static str {
+        "llama-cpp"
+    }
+
+    /// `/props`, which holds `default_generation_settings`.
+    fn probe(&self) -> &'static str {
+        "/props"
+    }
+
+    fn recognises(&self, body: &Value) -> bool {
+        body.get("default_generation_settings").is_some()
+    }
+
+    fn request(&self, request: &SampleRequest<'_>) -> (&'static str, Value) {
+        ("/completion", self::request(request))
+    }
+
+    fn parse(&self, body: &Value) -> Result<ServedTokens, String> {
+        self::parse(body)
+    }
 }
 
 #[cfg(test)]

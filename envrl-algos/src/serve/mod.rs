@@ -4,8 +4,9 @@
 //! [`ServerPool`] is a [`envrl::Sampler`]: each turn's prompts go to the servers as token ids
 //! (many requests in flight, spread over the servers), and the sampled token ids with the
 //! engine's log-probabilities come back, so the learner trains on exactly the sampled tokens.
-//! Each engine is spoken in its own API ([`Engine`]): llama.cpp `/completion`, vLLM
-//! `/v1/completions`, SGLang `/generate`; [`Engine::detect`] finds which one answers.
+//! Each engine is spoken in its own API: llama.cpp `/completion`, vLLM `/v1/completions`,
+//! SGLang `/generate`; [`detect_engine`] finds which one answers. An engine is one file that
+//! implements [`EngineApi`] and one line in [`ENGINES`].
 //!
 //! Every response is checked before it is used (JSON that parses, ids inside the vocabulary, as
 //! many log-probabilities as tokens, no more tokens than asked for); a request that fails is
@@ -17,6 +18,7 @@
 //! servers — a LoRA version as an adapter under a new name, a full fine-tune's weights reloaded
 //! in place; [`SpawnedVllm`] starts vLLM for it.
 
+mod api;
 mod child;
 mod engine;
 mod live;
@@ -29,8 +31,12 @@ mod spawned_vllm;
 mod tests;
 mod vllm;
 
-pub use engine::{Engine, SampleRequest, ServedTokens, finish};
+pub use api::{EngineApi, SampleRequest, ServedTokens, finish};
+pub use engine::{ENGINES, Engine};
 pub use live::{LiveServers, PolicyFiles, version_name};
-pub use pool::{PoolConfig, ServerPool};
+pub use llama_cpp::LLAMA_CPP;
+pub use pool::{PoolConfig, ServerPool, detect_engine};
+pub use sglang::SGLANG;
 pub use spawned::{SpawnConfig, SpawnedLlamaCpp};
 pub use spawned_vllm::{SpawnedVllm, VllmSpawnConfig, vllm_max_lora_rank};
+pub use vllm::VLLM;

@@ -8,14 +8,15 @@ use envrl::{Generation, Sampler, SamplingParams};
 use rand::RngCore;
 use rand_chacha::ChaCha8Rng;
 
-use super::engine::{Engine, SampleRequest, finish};
+use super::Engine;
+use super::api::{SampleRequest, finish};
 
 /// How to reach the servers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoolConfig {
     /// The servers' base addresses (`http://host:port`).
     pub urls: Vec<String>,
-    /// Their engine; `None`: asked of each server ([`Engine::detect`]).
+    /// Their engine; `None`: asked of each server ([`detect_engine`]).
     pub engine: Option<Engine>,
     /// The tokenizer's vocabulary size: ids at or above it are refused.
     pub vocab_size: usize,
@@ -84,30 +85,29 @@ pub(crate) fn server_error(url: &str, reason: impl Into<String>) -> envrl::Error
     }
 }
 
-impl Engine {
-    /// Which engine serves `url`: the first whose [`Engine::probe`] answers with JSON it
-    /// [recognises](Engine::recognises).
-    ///
-    /// # Errors
-    /// [`envrl::Error::RolloutServer`] when none does (or the server cannot be reached).
-    pub fn detect(agent: &ureq::Agent, url: &str) -> envrl::Result<Engine> {
-        let mut seen = Vec::new();
-        for engine in [Engine::LlamaCpp, Engine::Vllm, Engine::Sglang] {
-            let route = engine.probe();
-            match get_json(agent, &format!("{url}{route}")) {
-                Ok(body) if engine.recognises(&body) => return Ok(engine),
-                Ok(_) => seen.push(format!("{route}: not {}", engine.name())),
-                Err(e) => seen.push(format!("{route}: {e}")),
-            }
+/// Which engine of [`super::ENGINES`] serves `url`: the first whose [`Engine::probe`] answers with JSON it
+/// [recognises](Engine::recognises).
+///
+/// # Errors
+/// [`envrl::Error::RolloutServer`] when none does (or the server cannot be reached).
+pub fn detect_engine(agent: &ureq::Agent, url: &str) -> envrl::Result<Engine> {
+    let mut seen = Vec::new();
+    for &engine in super::ENGINES {
+        let route = engine.probe();
+        match get_json(agent, &format!("{url}{route}")) {
+            Ok(body) if engine.recognises(&body) => return Ok(engine),
+            Ok(_) => seen.push(format!("{route}: not {}", engine.name())),
+            Err(e) => seen.push(format!("{route}: {e}")),
         }
-        Err(server_error(
-            url,
-            format!(
-                "no engine recognised ({}); name it (llama-cpp, vllm, sglang)",
-                seen.join("; ")
-            ),
-        ))
     }
+    Err(server_error(
+        url,
+        format!(
+            "no engine recognised ({}); name it ({})",
+            seen.join("; "),
+            Engine::names()
+        ),
+    ))
 }
 
 /// An HTTP client whose requests time out after `timeout` and return every status as a
@@ -151,7 +151,7 @@ impl ServerPool {
                 let url = url.trim_end_matches('/').to_string();
                 let engine = match config.engine {
                     Some(engine) => engine,
-                    None => Engine::detect(&agent, &url)?,
+                    None => detect_engine(&agent, &url)?,
                 };
                 Ok(Server {
                     url,

@@ -7,7 +7,8 @@
 
 use serde_json::{Value, json};
 
-use super::engine::{SampleRequest, ServedTokens};
+use super::Engine;
+use super::api::{EngineApi, SampleRequest, ServedTokens};
 
 /// The request body: one prompt, a seed, stop token ids, special tokens kept; a LoRA
 /// adapter by name when the request names a model.
@@ -60,6 +61,48 @@ pub(crate) fn parse(body: &Value) -> Result<ServedTokens, String> {
         served.logprobs.push(logprob as f32);
     }
     Ok(served)
+}
+
+/// SGLang's native API: `POST /generate` with `input_ids` and `return_logprob`; LoRA adapters
+/// loaded while it runs, and a full fine-tune's weights reloaded in place.
+pub struct Sglang;
+
+/// The registry's handle on [`Sglang`].
+pub const SGLANG: Engine = Engine::new(&Sglang);
+
+impl EngineApi for Sglang {
+    fn name(&self) -> &'static str {
+        "sglang"
+    }
+
+    /// `/get_model_info`, which holds a `model_path`.
+    fn probe(&self) -> &'static str {
+        "/get_model_info"
+    }
+
+    fn recognises(&self, body: &Value) -> bool {
+        body.get("model_path").is_some()
+    }
+
+    fn request(&self, request: &SampleRequest<'_>) -> (&'static str, Value) {
+        ("/generate", self::request(request))
+    }
+
+    fn parse(&self, body: &Value) -> Result<ServedTokens, String> {
+        self::parse(body)
+    }
+
+    fn adapter_routes(&self) -> Option<(&'static str, &'static str)> {
+        Some(("/load_lora_adapter", "/unload_lora_adapter"))
+    }
+
+    /// `/update_weights_from_disk` (which flushes its cache).
+    fn reload_requests(&self, path: &str) -> Option<Vec<(&'static str, Value)>> {
+        Some(vec![(
+            "/update_weights_from_disk",
+            json!({"model_path": path}),
+        )])
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 
 use serde_json::{Value, json};
 
-use super::engine::{SampleRequest, ServedTokens};
+use super::Engine;
+use super::api::{EngineApi, SampleRequest, ServedTokens};
 use super::llama_cpp::ids;
 
 /// The request body: one prompt, a seed, stop token ids, special tokens kept.
@@ -60,6 +61,54 @@ pub(crate) fn parse(body: &Value) -> Result<ServedTokens, String> {
         logprobs,
         stopped: choice.get("finish_reason").and_then(Value::as_str) == Some("stop"),
     })
+}
+
+/// vLLM's OpenAI-compatible server: `POST /v1/completions` with `prompt` as ids,
+/// `return_token_ids`, `logprobs: 0` and a seed per request; LoRA adapters loaded while it runs,
+/// and a full fine-tune's weights reloaded in place.
+pub struct Vllm;
+
+/// The registry's handle on [`Vllm`].
+pub const VLLM: Engine = Engine::new(&Vllm);
+
+impl EngineApi for Vllm {
+    fn name(&self) -> &'static str {
+        "vllm"
+    }
+
+    /// `/version`, which holds a `version` string.
+    fn probe(&self) -> &'static str {
+        "/version"
+    }
+
+    fn recognises(&self, body: &Value) -> bool {
+        body.get("version").is_some_and(Value::is_string)
+    }
+
+    fn request(&self, request: &SampleRequest<'_>) -> (&'static str, Value) {
+        ("/v1/completions", self::request(request))
+    }
+
+    fn parse(&self, body: &Value) -> Result<ServedTokens, String> {
+        self::parse(body)
+    }
+
+    fn adapter_routes(&self) -> Option<(&'static str, &'static str)> {
+        Some(("/v1/load_lora_adapter", "/v1/unload_lora_adapter"))
+    }
+
+    /// `reload_weights` through `/collective_rpc` (a server started with
+    /// `VLLM_SERVER_DEV_MODE=1`), then `/reset_prefix_cache` so that no cached prefix of the old
+    /// weights is reused.
+    fn reload_requests(&self, path: &str) -> Option<Vec<(&'static str, Value)>> {
+        Some(vec![
+            (
+                "/collective_rpc",
+                json!({"method": "reload_weights", "kwargs": {"weights_path": path}}),
+            ),
+            ("/reset_prefix_cache", json!({})),
+        ])
+    }
 }
 
 #[cfg(test)]
