@@ -9,7 +9,11 @@ use super::api::{EngineApi, SampleRequest, ServedTokens};
 use super::{llama_cpp, sglang, vllm};
 
 /// The engines envrl speaks, in the order [`detect_engine`] asks a server: one line each.
-pub const ENGINES: &[Engine] = &[llama_cpp::LLAMA_CPP, vllm::VLLM, sglang::SGLANG];
+pub const ENGINES: &[Engine] = &[
+    Engine::new(&llama_cpp::LlamaCpp),
+    Engine::new(&vllm::Vllm),
+    Engine::new(&sglang::Sglang),
+];
 
 /// An inference engine's HTTP API (one of [`ENGINES`]).
 #[derive(Clone, Copy)]
@@ -30,7 +34,7 @@ impl fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// The handle on `api` (what an engine's file exports for the registry).
+    /// The handle on `api` (the registry's line for an engine).
     pub const fn new(api: &'static dyn EngineApi) -> Self {
         Self(api)
     }

@@ -4,7 +4,6 @@
 
 use serde_json::{Value, json};
 
-use super::Engine;
 use super::api::{EngineApi, SampleRequest, ServedTokens};
 
 /// The request body. llama.cpp's defaults (top-k 40, min-p 0.05, repetition window, DRY, XTC)
@@ -110,9 +109,6 @@ pub(crate) fn ids(value: Option<&Value>, field: &str) -> Result<Vec<u32>, String
 /// llama.cpp's server: `POST /completion` with `prompt` as ids, `n_probs`, `return_tokens`, and
 /// its sampler chain set to plain sampling; it cannot take a new policy while it runs.
 pub struct LlamaCpp;
-
-/// The registry's handle on [`LlamaCpp`].
-pub const LLAMA_CPP: Engine = Engine::new(&LlamaCpp);
 
 impl EngineApi for LlamaCpp {
     fn name(&self) -> &'static str {

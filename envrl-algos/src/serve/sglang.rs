@@ -7,7 +7,6 @@
 
 use serde_json::{Value, json};
 
-use super::Engine;
 use super::api::{EngineApi, SampleRequest, ServedTokens};
 
 /// The request body: one prompt, a seed, stop token ids, special tokens kept; a LoRA
@@ -66,9 +65,6 @@ pub(crate) fn parse(body: &Value) -> Result<ServedTokens, String> {
 /// SGLang's native API: `POST /generate` with `input_ids` and `return_logprob`; LoRA adapters
 /// loaded while it runs, and a full fine-tune's weights reloaded in place.
 pub struct Sglang;
-
-/// The registry's handle on [`Sglang`].
-pub const SGLANG: Engine = Engine::new(&Sglang);
 
 impl EngineApi for Sglang {
     fn name(&self) -> &'static str {

@@ -12,7 +12,7 @@ use tempfile::TempDir;
 
 use super::child::{ChildServer, check_python, free_port, tools_python};
 use super::pool::server_error;
-use super::{LLAMA_CPP, PoolConfig, ServerPool};
+use super::{Engine, LlamaCpp, PoolConfig, ServerPool};
 use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
 use crate::{CausalLm, HfTokenizer, LmConfig};
 
@@ -108,7 +108,7 @@ impl SpawnedLlamaCpp {
         let child = ChildServer::start(command, port, &log, self.spawn.start_timeout)
             .map_err(spawn_error)?;
         let mut config = PoolConfig::new(vec![child.url.clone()], self.spawn.config.vocab_size);
-        config.engine = Some(LLAMA_CPP);
+        config.engine = Some(Engine::new(&LlamaCpp));
         config.in_flight = self.spawn.parallel;
         self.server = Some((ServerPool::connect(config)?, child));
         Ok(())

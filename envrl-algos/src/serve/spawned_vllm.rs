@@ -15,7 +15,7 @@ use tempfile::TempDir;
 use super::child::{ChildServer, check_python, free_port, tools_python};
 use super::live::{LiveServers, PolicyFiles};
 use super::pool::server_error;
-use super::{PoolConfig, ServerPool, VLLM};
+use super::{Engine, PoolConfig, ServerPool, Vllm};
 use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
 use crate::{CausalLm, HfTokenizer, LmConfig, Pretrained};
 
@@ -146,7 +146,7 @@ impl SpawnedVllm {
         let server =
             ChildServer::start(command, port, &log, spawn.start_timeout).map_err(spawn_error)?;
         let mut pool = PoolConfig::new(vec![server.url.clone()], spawn.config.vocab_size);
-        pool.engine = Some(VLLM);
+        pool.engine = Some(Engine::new(&Vllm));
         pool.in_flight = spawn.in_flight;
         let servers = LiveServers::new(
             ServerPool::connect(pool)?,

@@ -10,7 +10,7 @@ use envrl::{Sampler, SamplingParams};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{LLAMA_CPP, PoolConfig, SGLANG, ServerPool, VLLM};
+use super::{Engine, LlamaCpp, PoolConfig, ServerPool, Sglang, Vllm};
 
 /// How a test server answers.
 #[derive(Clone, Copy)]
@@ -107,7 +107,7 @@ fn serve(answer: Answer, connections: usize) -> (String, JoinHandle<()>) {
 
 fn pool(urls: Vec<String>) -> ServerPool {
     let mut config = PoolConfig::new(urls, 100);
-    config.engine = Some(LLAMA_CPP);
+    config.engine = Some(Engine::new(&LlamaCpp));
     config.retries = 1;
     config.backoff = Duration::from_millis(10);
     config.timeout = Duration::from_millis(500);
@@ -204,7 +204,10 @@ fn the_engine_is_told_from_its_identification_route() {
         }
     });
     let agent = super::pool::http_agent(Duration::from_secs(2));
-    assert_eq!(super::detect_engine(&agent, &url).unwrap(), LLAMA_CPP);
+    assert_eq!(
+        super::detect_engine(&agent, &url).unwrap(),
+        Engine::new(&LlamaCpp)
+    );
     server.join().unwrap();
     let err = super::detect_engine(&agent, &url).unwrap_err().to_string();
     assert!(err.contains("no engine recognised"), "{err}");
@@ -269,7 +272,7 @@ fn tiny_policy_files(dir: &std::path::Path) -> (crate::CausalLm, super::PolicyFi
 /// A pool of vLLM servers at `urls`.
 fn vllm_pool(urls: Vec<String>) -> ServerPool {
     let mut config = PoolConfig::new(urls, 100);
-    config.engine = Some(VLLM);
+    config.engine = Some(Engine::new(&Vllm));
     config.timeout = Duration::from_secs(5);
     ServerPool::connect(config).unwrap()
 }
@@ -402,14 +405,14 @@ fn a_full_fine_tune_is_reloaded_by_every_server_or_refused() {
 #[test]
 fn each_engine_reloads_full_weights_by_its_own_route() {
     let path = "/shared/envrl-v3";
-    let vllm = VLLM.reload_requests(path).unwrap();
+    let vllm = Engine::new(&Vllm).reload_requests(path).unwrap();
     assert_eq!(vllm[0].0, "/collective_rpc");
     assert_eq!(
         vllm[0].1,
         serde_json::json!({"method": "reload_weights", "kwargs": {"weights_path": path}})
     );
     assert_eq!(vllm[1].0, "/reset_prefix_cache");
-    let sglang = SGLANG.reload_requests(path).unwrap();
+    let sglang = Engine::new(&Sglang).reload_requests(path).unwrap();
     assert_eq!(
         sglang,
         vec![(
@@ -417,5 +420,5 @@ fn each_engine_reloads_full_weights_by_its_own_route() {
             serde_json::json!({"model_path": path})
         )]
     );
-    assert!(LLAMA_CPP.reload_requests(path).is_none());
+    assert!(Engine::new(&LlamaCpp).reload_requests(path).is_none());
 }

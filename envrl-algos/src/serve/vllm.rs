@@ -7,7 +7,6 @@
 
 use serde_json::{Value, json};
 
-use super::Engine;
 use super::api::{EngineApi, SampleRequest, ServedTokens};
 use super::llama_cpp::ids;
 
@@ -67,9 +66,6 @@ pub(crate) fn parse(body: &Value) -> Result<ServedTokens, String> {
 /// `return_token_ids`, `logprobs: 0` and a seed per request; LoRA adapters loaded while it runs,
 /// and a full fine-tune's weights reloaded in place.
 pub struct Vllm;
-
-/// The registry's handle on [`Vllm`].
-pub const VLLM: Engine = Engine::new(&Vllm);
 
 impl EngineApi for Vllm {
     fn name(&self) -> &'static str {

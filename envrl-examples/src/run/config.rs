@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::device::DType;
 use crate::run::envs::{EnvConfig, EnvName, RunFacts, TasksConfig};
 use crate::run::presets::Preset;
-use crate::run::rollout_server::RolloutConfig;
+use crate::run::rollout_config::RolloutConfig;
 
 /// Where fetched registry models live: `$ENVRL_MODELS`, else `~/.cache/envrl-models`.
 pub fn models_dir() -> PathBuf {

@@ -16,6 +16,7 @@ mod model;
 mod presets;
 mod ranks;
 mod report;
+mod rollout_config;
 mod rollout_server;
 mod run_dir;
 mod warm_start;
@@ -43,7 +44,7 @@ pub use report::{
     EpisodeOutcome, EvalRow, episode_outcomes, episode_transcripts, eval_markdown, eval_table,
     plot_history,
 };
-pub use rollout_server::RolloutConfig;
+pub use rollout_config::RolloutConfig;
 pub use run_dir::{
     LOCK_FILE, RunLock, check_resume_config, config_changes, default_run_dir, run_dir_named,
     unix_time,

@@ -4,7 +4,7 @@
 //! fine-tune's weights), or the addresses of vLLM or SGLang servers the user runs (each version
 //! written under `policy_dir` and loaded by every server).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,57 +17,9 @@ use envrl_algos::serve::{
 };
 use envrl_algos::{CausalLm, Pretrained};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
+use super::rollout_config::ServerChoice;
 use super::{ModelSource, RunConfig};
-
-/// Where the rollouts are sampled.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RolloutConfig {
-    /// `None`: in this process (the default); `spawn:llama-cpp`: a llama.cpp server envrl
-    /// starts from the `xllamacpp` wheel and restarts with each published policy;
-    /// `spawn:vllm`: a vLLM server envrl starts on the base model, loading each LoRA version
-    /// as an adapter or reloading a full fine-tune's weights; `http://host:port[,http://…]`:
-    /// vLLM or SGLang servers the user runs (each version is written under `policy_dir` and
-    /// loaded by every server).
-    pub server: Option<String>,
-    /// The Python interpreter of a spawned server [default: `$ENVRL_LLAMA_PYTHON` or
-    /// `$ENVRL_VLLM_PYTHON`, else `~/.cache/envrl-tools/{llama,vllm}-venv/bin/python`, where
-    /// `scripts/serve-check.sh` installs them].
-    pub python: Option<PathBuf>,
-    /// Server threads [default: 1].
-    pub threads: Option<usize>,
-    /// Requests in flight per server [default: 4].
-    pub parallel: Option<usize>,
-    /// Where the policy versions (adapters or full weights) of servers given by address are
-    /// written: a directory every server reads at the same path.
-    pub policy_dir: Option<PathBuf>,
-}
-
-impl RolloutConfig {
-    /// Refuses a `rollout.server` that cannot be used (an unknown engine, an address that is not
-    /// plain `http://`, an address given twice, addresses without `policy_dir`), with the rest
-    /// of the config: before any model is loaded or any file written.
-    ///
-    /// # Errors
-    /// As the setting's reading.
-    pub(crate) fn check(&self) -> Result<()> {
-        match &self.server {
-            Some(server) => ServerChoice::parse(server, self.policy_dir.as_deref()).map(|_| ()),
-            None => Ok(()),
-        }
-    }
-
-    /// A one-line description of where the rollouts are sampled, for the run's log.
-    pub(crate) fn describe(&self) -> Option<String> {
-        Some(match self.server.as_deref()? {
-            "spawn:llama-cpp" => "llama.cpp's server, restarted with each policy".into(),
-            "spawn:vllm" => "vLLM, each policy version loaded while it runs".into(),
-            urls => format!("{urls}, each policy version loaded while they run"),
-        })
-    }
-}
 
 /// The server that samples a run's rollouts.
 #[derive(Debug)]
@@ -111,71 +63,6 @@ fn pretrained_path<'a>(config: &'a RunConfig, server: &str) -> Result<&'a Path> 
             "rollout.server = {server:?} needs a pretrained model (`--model`): the engines \
              cannot load the tiny model's word tokenizer"
         ),
-    }
-}
-
-/// Which kind of server `rollout.server` names.
-#[derive(Debug, Clone, PartialEq)]
-enum ServerChoice {
-    SpawnLlamaCpp,
-    SpawnVllm,
-    /// Servers the user runs, by address, and where their adapters are written.
-    Urls {
-        urls: Vec<String>,
-        policy_dir: PathBuf,
-    },
-}
-
-impl ServerChoice {
-    /// Reads `rollout.server` (and `rollout.policy_dir`, which servers given by address need).
-    ///
-    /// # Errors
-    /// An unknown `spawn:` engine, an item that is not an `http(s)://` address, or addresses
-    /// without `policy_dir`.
-    fn parse(server: &str, policy_dir: Option<&Path>) -> Result<Self> {
-        match server {
-            "spawn:llama-cpp" => return Ok(Self::SpawnLlamaCpp),
-            "spawn:vllm" => return Ok(Self::SpawnVllm),
-            s if s.starts_with("spawn:") => {
-                bail!("rollout.server = {s:?}: envrl starts `spawn:llama-cpp` or `spawn:vllm`")
-            }
-            _ => {}
-        }
-        let urls: Vec<String> = server.split(',').map(|u| u.trim().to_string()).collect();
-        if let Some(tls) = urls.iter().find(|u| u.starts_with("https://")) {
-            bail!(
-                "rollout.server: {tls:?}: this build speaks plain HTTP only (no TLS stack); reach \
-                 the servers over http:// on a trusted network, or through a TLS-terminating \
-                 tunnel on this machine"
-            );
-        }
-        if let Some(bad) = urls.iter().find(|u| !u.starts_with("http://")) {
-            bail!(
-                "rollout.server: {bad:?} is neither spawn:llama-cpp, spawn:vllm nor an http:// \
-                 address"
-            );
-        }
-        if let Some((i, twice)) = urls
-            .iter()
-            .enumerate()
-            .find(|(i, u)| urls[..*i].contains(u))
-        {
-            bail!(
-                "rollout.server: {twice:?} is given twice (items {} and {}); each server once",
-                urls[..i].iter().position(|u| u == twice).unwrap_or(0) + 1,
-                i + 1
-            );
-        }
-        let Some(policy_dir) = policy_dir else {
-            bail!(
-                "rollout.server = {server:?}: set rollout.policy_dir, a directory the servers \
-                 read at the same path, for the policy versions' adapters"
-            );
-        };
-        Ok(Self::Urls {
-            urls,
-            policy_dir: policy_dir.to_path_buf(),
-        })
     }
 }
 
@@ -243,45 +130,4 @@ pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>>
             )?)
         }
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_server_setting_is_read_before_any_model_is_loaded() {
-        let dir = Path::new("/shared/adapters");
-        assert_eq!(
-            ServerChoice::parse("spawn:vllm", None).unwrap(),
-            ServerChoice::SpawnVllm
-        );
-        assert_eq!(
-            ServerChoice::parse("http://a:8000, http://b:8000", Some(dir)).unwrap(),
-            ServerChoice::Urls {
-                urls: vec!["http://a:8000".into(), "http://b:8000".into()],
-                policy_dir: dir.to_path_buf(),
-            }
-        );
-        let err = ServerChoice::parse("http://a:8000, https://b:8000", Some(dir))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("plain HTTP only"), "{err}");
-        let err = ServerChoice::parse("http://a:8000,http://b:1,http://a:8000", Some(dir))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("given twice (items 1 and 3)"), "{err}");
-        let err = ServerChoice::parse("spawn:sglang", None)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("envrl starts"), "{err}");
-        let err = ServerChoice::parse("http://a:8000,b:8000", Some(dir))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("\"b:8000\" is neither"), "{err}");
-        let err = ServerChoice::parse("http://a:8000", None)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("set rollout.policy_dir"), "{err}");
-    }
 }
