@@ -293,6 +293,7 @@ impl Run<'_> {
         // Everything that can fail on bad input (config, data, model file, memory) is checked
         // by the end of this step: only then does the run touch its directory.
         let loaded = model::load(config, &setup, &self.device(), &|line| self.say(line))?;
+        let loaded_pretrained = loaded.pretrained.clone();
         plan.apply(dir)?;
         if self.trains() {
             let path = dir.join("config.toml");
@@ -343,7 +344,7 @@ impl Run<'_> {
         .build(model)?
         .with_checkpoint_dir(dir.join("checkpoints"))
         .with_collective(options.ranks.collective());
-        if let Some(server) = rollout_server::policy_server(config)? {
+        if let Some(server) = rollout_server::policy_server(config, loaded_pretrained.as_ref())? {
             if let Some(place) = config.rollout.describe() {
                 self.say(format!("rollouts sampled by {place}"));
             }

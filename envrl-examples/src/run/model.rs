@@ -10,7 +10,7 @@ use burn::tensor::Device;
 use envrl::{Demonstration, RolloutWeights, Tokenizer};
 use envrl::{available_memory, shortfall};
 use envrl_algos::recipe::{builtin_objectives, word_tokenizer};
-use envrl_algos::{CausalLm, LmConfig, Pretrained, WordTokenizer};
+use envrl_algos::{CausalLm, HfTokenizer, LmConfig, Pretrained, WordTokenizer};
 
 use super::config::{ModelSource, RunConfig};
 use super::corpus::TextCollector;
@@ -24,6 +24,9 @@ pub(crate) struct LoadedModel {
     pub demonstrations: Option<Vec<Demonstration>>,
     /// The word tokenizer built for the tiny model, which the run directory keeps.
     word_tokenizer: Option<Arc<WordTokenizer>>,
+    /// A pretrained model's architecture and tokenizer, which a rollout server is given (so
+    /// the model is read once).
+    pub pretrained: Option<(LmConfig, Arc<HfTokenizer>)>,
 }
 
 impl LoadedModel {
@@ -67,16 +70,19 @@ pub(crate) fn load(
                 model,
                 demonstrations,
                 word_tokenizer: Some(tokenizer),
+                pretrained: None,
             }
         }
         ModelSource::Gguf(path) | ModelSource::HfDir(path) => {
             let pretrained = Pretrained::load(path, device)?;
             ensure_run_fits(config, &pretrained.config, available_memory())?;
+            let tokenizer = Arc::new(pretrained.tokenizer);
             LoadedModel {
-                tokenizer: Arc::new(pretrained.tokenizer),
+                tokenizer: tokenizer.clone(),
                 model: pretrained.model,
                 demonstrations: None,
                 word_tokenizer: None,
+                pretrained: Some((pretrained.config, tokenizer)),
             }
         }
     };

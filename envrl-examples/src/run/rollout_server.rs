@@ -8,14 +8,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
-use burn::tensor::Device;
+use anyhow::{Result, bail};
 use envrl::{Generation, PolicyServer, Sampler, SamplingParams};
 use envrl_algos::serve::{
     LiveServers, PolicyFiles, PoolConfig, ServerPool, SpawnConfig, SpawnedLlamaCpp, SpawnedVllm,
     VllmSpawnConfig,
 };
-use envrl_algos::{CausalLm, Pretrained};
+use envrl_algos::{CausalLm, HfTokenizer, LmConfig};
 use rand_chacha::ChaCha8Rng;
 
 use super::rollout_config::ServerChoice;
@@ -72,16 +71,20 @@ fn pretrained_path<'a>(config: &'a RunConfig, server: &str) -> Result<&'a Path> 
 /// An unknown `rollout.server`, a model the engines cannot serve (the tiny model's word
 /// tokenizer has no llama.cpp vocabulary type), an adapter server without a LoRA run or
 /// without `policy_dir`, an interpreter without the engine, or a server that does not start.
-pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>> {
+pub(crate) fn policy_server(
+    config: &RunConfig,
+    pretrained: Option<&(LmConfig, Arc<HfTokenizer>)>,
+) -> Result<Option<RolloutServer>> {
     let rollout = &config.rollout;
     let Some(server) = rollout.server.as_deref() else {
         return Ok(None);
     };
     let choice = ServerChoice::parse(server, rollout.policy_dir.as_deref())?;
     let path = pretrained_path(config, server)?;
-    let pretrained = Pretrained::load(path, &Device::flex())
-        .with_context(|| format!("reading {}'s tokenizer and architecture", path.display()))?;
-    let tokenizer = Arc::new(pretrained.tokenizer);
+    let Some((lm_config, tokenizer)) = pretrained else {
+        bail!("rollout.server = {server:?}: the run's pretrained model was not loaded");
+    };
+    let (lm_config, tokenizer) = (lm_config.clone(), tokenizer.clone());
     let threads = rollout.threads.unwrap_or(1);
     let parallel = rollout.parallel.unwrap_or(4);
     Ok(Some(match choice {
@@ -91,7 +94,7 @@ pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>>
                     .python
                     .clone()
                     .unwrap_or_else(SpawnConfig::default_python),
-                config: pretrained.config,
+                config: lm_config.clone(),
                 tokenizer,
                 base_model: Some(path.to_path_buf()),
                 threads,
@@ -104,7 +107,7 @@ pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>>
                 .python
                 .clone()
                 .unwrap_or_else(VllmSpawnConfig::default_python),
-            config: pretrained.config,
+            config: lm_config.clone(),
             tokenizer,
             base_model: path.to_path_buf(),
             lora_rank: config.lora.rank,
@@ -114,13 +117,13 @@ pub(crate) fn policy_server(config: &RunConfig) -> Result<Option<RolloutServer>>
             start_timeout: Duration::from_secs(900),
         })?),
         ServerChoice::Urls { urls, policy_dir } => {
-            let mut pool = PoolConfig::new(urls, pretrained.config.vocab_size);
+            let mut pool = PoolConfig::new(urls, lm_config.vocab_size);
             pool.in_flight = parallel;
             RolloutServer::Adapters(LiveServers::new(
                 ServerPool::connect(pool)?,
                 PolicyFiles {
                     dir: policy_dir,
-                    config: pretrained.config,
+                    config: lm_config.clone(),
                     tokenizer,
                     base_model: path.to_path_buf(),
                     // vLLM reloads a full fine-tune's output layer only when it has its own
