@@ -5,7 +5,8 @@ A file's module imports another's when one of its `use crate::…`, `use super::
 `use self::…` lines names it. A name a `mod.rs` re-exports (`pub use child::Name`) is followed to
 the file that defines it, so a child importing its parent's re-export is an edge to the sibling
 that holds the item, not to the parent. A parent declaring its children (`mod child;`) is not an
-import. Prints every circle (strongly connected set of more than one file) and exits 1 if one
+import. Also checks the one-way rules of LAYERS (envrl-algos: the algorithms import neither the
+LM runtime nor serving; the runtime does not import serving). Prints every circle (strongly connected set of more than one file) and exits 1 if one
 is not among KNOWN, the circles recorded when the check was written (files that add methods to a
 type defined in another file of the circle), to be taken apart, never added to.
 
@@ -19,9 +20,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CRATES = ["envrl/src", "envrl-algos/src", "envrl-envs/src", "envrl-examples/src", "envrl-python/src"]
 KNOWN = [
-    ["lm/acting.rs", "lm/config.rs", "lm/lora.rs", "lm/qwen2.rs"],
+    ["runtime/lm/acting.rs", "runtime/lm/config.rs", "runtime/lm/lora.rs", "runtime/lm/qwen2.rs"],
     ["alfworld/game.rs", "alfworld/goal.rs", "alfworld/state.rs"],
     ["alfworld/command.rs", "alfworld/engine.rs"],
+]
+# One-way rules between a crate's top-level modules: (crate folder, module, modules it must not import).
+LAYERS = [
+    ("envrl-algos/src", "algorithms", ["runtime", "serve", "recipe"]),
+    ("envrl-algos/src", "runtime", ["serve", "recipe"]),
 ]
 USE = re.compile(r"^\s*(pub(\([^)]*\))?\s+)?use\s+([^;]+);", re.M)
 
@@ -164,6 +170,17 @@ def main():
             found += not known
             label = "known import circle" if known else "import circle"
             print(f"{label} in {src}: " + " <-> ".join(names))
+        for crate, layer, forbidden in LAYERS:
+            if not str(src).rstrip("/").endswith(crate):
+                continue
+            for module, targets in edges.items():
+                if module[:1] != (layer,):
+                    continue
+                for target in targets:
+                    if target[:1] and target[0] in forbidden:
+                        found += 1
+                        print(f"{src}: {files[module].relative_to(src)} ({layer}) imports "
+                              f"{files[target].relative_to(src)} ({target[0]}), against the rule")
         print(f"{src}: {len(files)} files, "
               f"{sum(len(e) for e in edges.values())} imports between them")
     if found:

@@ -6,6 +6,19 @@
 //! [`InverseDynamics`]), the causal-LM policy ([`CausalLm`], Qwen2 and Llama families,
 //! with a KV cache and batched sampling) and tokenizers ([`WordTokenizer`]).
 //!
+//! # Three jobs, one way
+//!
+//! The crate holds three jobs in three top-level modules, each importing only those below it:
+//!
+//! - **serving** ([`serve`]): rollouts sampled by inference servers that follow the policy;
+//! - **the LM runtime** (`runtime/`): the model and its kernels, Hugging Face and GGUF formats,
+//!   tokenizers, [`export`], and the PPO critic built on the model ([`LmCritic`]);
+//! - **the algorithms** (`algorithms/`): estimators, objectives, losses and [`AlgorithmConfig`],
+//!   written against `envrl`'s traits alone.
+//!
+//! [`recipe`] assembles a trainer from all three. `scripts/import-cycles.py` checks the rule (and
+//! that no file of a crate imports another that imports it back).
+//!
 //! # Example
 //!
 //! ```
@@ -23,22 +36,17 @@
 //! ```
 #![deny(missing_docs)]
 
-mod advantage;
-mod algorithm;
-mod auxiliary;
-mod checks;
-mod critic;
+mod algorithms;
 mod error;
-pub mod export;
-mod gguf;
-mod lm;
-mod loss;
-mod pretrained;
 pub mod recipe;
+mod runtime;
 pub mod serve;
 #[cfg(test)]
 mod test_support;
-mod tokenizer;
+
+use algorithms::{advantage, algorithm, auxiliary, loss};
+pub use runtime::export;
+use runtime::{critic, gguf, lm, pretrained, tokenizer};
 
 pub use advantage::{
     EstimatorConfig, Gae, GaeConfig, Gigpo, GigpoConfig, GigpoNorm, Grpo, GrpoConfig, GrpoStats,
@@ -50,13 +58,15 @@ pub use auxiliary::{
     ObjectiveConfig, StatePrediction, StatePredictionConfig, Targets, Transition, TransitionFilter,
     inverse_dynamics_prompt, retarget, state_prediction_prompt,
 };
-pub use critic::{CriticConfig, LmCritic, ValueModel, clipped_value_loss};
+pub use critic::{LmCritic, ValueModel};
 pub use error::{Error, Result};
 pub use gguf::{GgufFile, GgufTensor, GgufValue, MetaValue, TensorInfo, write_gguf};
 pub use lm::{
     Attention, CausalLm, DecoderLayer, HfParam, KvCache, LmConfig, Mlp, Qwen2Model, RmsNorm,
     TokenBatch, gguf_config, read_hf_config, sample_rows, sample_token,
 };
-pub use loss::{ClippedPgConfig, ClippedPolicyGradient, token_mean};
+pub use loss::{
+    ClippedPgConfig, ClippedPolicyGradient, CriticConfig, clipped_value_loss, token_mean,
+};
 pub use pretrained::Pretrained;
 pub use tokenizer::{EOS_TOKEN, HfTokenizer, PAD_TOKEN, UNK_TOKEN, WordTokenizer};

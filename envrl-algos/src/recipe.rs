@@ -53,9 +53,9 @@ use std::sync::Arc;
 
 use envrl::{AuxObjective, Tokenizer, Trainer, TrainerConfig, TrainerParts, World, WorldInfo};
 
-use crate::algorithm::{AlgorithmConfig, AuxConfig};
-use crate::lm::CausalLm;
-use crate::tokenizer::WordTokenizer;
+use crate::algorithms::algorithm::{AlgorithmConfig, AuxConfig};
+use crate::runtime::lm::CausalLm;
+use crate::runtime::tokenizer::WordTokenizer;
 
 /// Every built-in objective ([`AuxConfig::all`]) with its default settings: what a
 /// from-scratch vocabulary must cover so that runs with and without objectives share one

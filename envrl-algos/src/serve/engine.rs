@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::api::{EngineApi, SampleRequest, ServedTokens};
 use super::{llama_cpp, sglang, vllm};
 
-/// The engines envrl speaks, in the order [`detect_engine`] asks a server: one line each.
+/// The engines envrl speaks, in the order [`super::detect_engine`] asks a server: one line each.
 pub const ENGINES: &[Engine] = &[
     Engine::new(&llama_cpp::LlamaCpp),
     Engine::new(&vllm::Vllm),

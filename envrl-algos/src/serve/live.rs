@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::pool::{http_agent, server_error};
 use super::{Engine, ServerPool};
-use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
+use crate::runtime::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
 use crate::{CausalLm, HfTokenizer, LmConfig};
 
 /// What each published policy is written from and where.

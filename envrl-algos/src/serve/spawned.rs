@@ -13,7 +13,7 @@ use tempfile::TempDir;
 use super::child::{ChildServer, check_python, free_port, tools_python};
 use super::pool::server_error;
 use super::{Engine, LlamaCpp, PoolConfig, ServerPool};
-use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
+use crate::runtime::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
 use crate::{CausalLm, HfTokenizer, LmConfig};
 
 /// The launcher (`llama_server.py` beside this file), written next to the served files.

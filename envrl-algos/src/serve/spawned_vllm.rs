@@ -16,7 +16,7 @@ use super::child::{ChildServer, check_python, free_port, tools_python};
 use super::live::{LiveServers, PolicyFiles};
 use super::pool::server_error;
 use super::{Engine, PoolConfig, ServerPool, Vllm};
-use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
+use crate::runtime::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
 use crate::{CausalLm, HfTokenizer, LmConfig, Pretrained};
 
 /// What a spawned vLLM server serves and how it runs.

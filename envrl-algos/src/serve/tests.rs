@@ -241,7 +241,7 @@ fn adapter_server(
 /// A tiny base model on disk as a pretrained one is, the policy loaded from it (no LoRA) and
 /// where its versions are written.
 fn tiny_policy_files(dir: &std::path::Path) -> (crate::CausalLm, super::PolicyFiles) {
-    use crate::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
+    use crate::runtime::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
     use crate::{CausalLm, HfTokenizer, LmConfig, WordTokenizer};
 
     let words = WordTokenizer::from_corpus(["go to the shelf 1", "take the apple from shelf 1"]);
