@@ -348,7 +348,7 @@ impl Run<'_> {
             if let Some(place) = config.rollout.describe() {
                 self.say(format!("rollouts sampled by {place}"));
             }
-            trainer = trainer.with_policy_server(server);
+            trainer = trainer.with_boxed_policy_server(server);
         }
         let trainer = &mut trainer;
         let evaluation = Evaluation {

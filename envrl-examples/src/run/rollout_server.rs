@@ -9,50 +9,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use envrl::{Generation, PolicyServer, Sampler, SamplingParams};
+use envrl::PolicyServer;
 use envrl_algos::serve::{
     LiveServers, PolicyFiles, PoolConfig, ServerPool, SpawnConfig, SpawnedLlamaCpp, SpawnedVllm,
     VllmSpawnConfig,
 };
 use envrl_algos::{CausalLm, HfTokenizer, LmConfig};
-use rand_chacha::ChaCha8Rng;
 
 use super::rollout_config::ServerChoice;
 use super::{ModelSource, RunConfig};
 
-/// The server that samples a run's rollouts.
-#[derive(Debug)]
-pub(crate) enum RolloutServer {
-    LlamaCpp(SpawnedLlamaCpp),
-    Vllm(SpawnedVllm),
-    Adapters(LiveServers),
-}
-
-impl Sampler for RolloutServer {
-    fn sample(
-        &self,
-        prompts: &[Vec<u32>],
-        stop_ids: &[u32],
-        params: &SamplingParams,
-        rngs: &mut [ChaCha8Rng],
-    ) -> envrl::Result<Vec<Generation>> {
-        match self {
-            Self::LlamaCpp(s) => s.sample(prompts, stop_ids, params, rngs),
-            Self::Vllm(s) => s.sample(prompts, stop_ids, params, rngs),
-            Self::Adapters(s) => s.sample(prompts, stop_ids, params, rngs),
-        }
-    }
-}
-
-impl PolicyServer<CausalLm> for RolloutServer {
-    fn publish(&mut self, policy: &CausalLm, version: usize) -> envrl::Result<()> {
-        match self {
-            Self::LlamaCpp(s) => s.publish(policy, version),
-            Self::Vllm(s) => s.publish(policy, version),
-            Self::Adapters(s) => s.publish(policy, version),
-        }
-    }
-}
+/// The server that samples a run's rollouts: a spawned llama.cpp or vLLM server, or running
+/// servers that load each version, behind one type.
+pub(crate) type RolloutServer = Box<dyn PolicyServer<CausalLm> + Send>;
 
 /// The pretrained model a served run starts from.
 fn pretrained_path<'a>(config: &'a RunConfig, server: &str) -> Result<&'a Path> {
@@ -88,21 +57,19 @@ pub(crate) fn policy_server(
     let threads = rollout.threads.unwrap_or(1);
     let parallel = rollout.parallel.unwrap_or(4);
     Ok(Some(match choice {
-        ServerChoice::SpawnLlamaCpp => {
-            RolloutServer::LlamaCpp(SpawnedLlamaCpp::new(SpawnConfig {
-                python: rollout
-                    .python
-                    .clone()
-                    .unwrap_or_else(SpawnConfig::default_python),
-                config: lm_config.clone(),
-                tokenizer,
-                base_model: Some(path.to_path_buf()),
-                threads,
-                parallel,
-                start_timeout: Duration::from_secs(300),
-            })?)
-        }
-        ServerChoice::SpawnVllm => RolloutServer::Vllm(SpawnedVllm::start(VllmSpawnConfig {
+        ServerChoice::SpawnLlamaCpp => Box::new(SpawnedLlamaCpp::new(SpawnConfig {
+            python: rollout
+                .python
+                .clone()
+                .unwrap_or_else(SpawnConfig::default_python),
+            config: lm_config.clone(),
+            tokenizer,
+            base_model: Some(path.to_path_buf()),
+            threads,
+            parallel,
+            start_timeout: Duration::from_secs(300),
+        })?),
+        ServerChoice::SpawnVllm => Box::new(SpawnedVllm::start(VllmSpawnConfig {
             python: rollout
                 .python
                 .clone()
@@ -119,7 +86,7 @@ pub(crate) fn policy_server(
         ServerChoice::Urls { urls, policy_dir } => {
             let mut pool = PoolConfig::new(urls, lm_config.vocab_size);
             pool.in_flight = parallel;
-            RolloutServer::Adapters(LiveServers::new(
+            Box::new(LiveServers::new(
                 ServerPool::connect(pool)?,
                 PolicyFiles {
                     dir: policy_dir,

@@ -134,8 +134,14 @@ impl<P: Policy> Trainer<P> {
     /// trainer publishes the policy to it before each iteration's rollout (and after a resume),
     /// and recomputes the old log-probabilities with the learner's weights, logging the mean
     /// difference from the server's (`rollout/logprob_mismatch`, over the tokens it reported).
-    pub fn with_policy_server(mut self, server: impl PolicyServer<P> + Send + 'static) -> Self {
-        self.actor.use_server(Box::new(server));
+    pub fn with_policy_server(self, server: impl PolicyServer<P> + Send + 'static) -> Self {
+        self.with_boxed_policy_server(Box::new(server))
+    }
+
+    /// [`Trainer::with_policy_server`] for a server chosen at run time (any engine, spawned or
+    /// running elsewhere) behind one type.
+    pub fn with_boxed_policy_server(mut self, server: Box<dyn PolicyServer<P> + Send>) -> Self {
+        self.actor.use_server(server);
         self
     }
 
