@@ -146,3 +146,57 @@ pub fn finish(
         stopped: stop.is_some() || stopped,
     })
 }
+
+/// `text` with the password of every URL in it masked (`http://user:***@host`): server
+/// addresses may carry credentials (sent as Basic auth), which no message or log repeats.
+pub fn redact_credentials(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(scheme) = rest.find("://") {
+        let (head, tail) = rest.split_at(scheme + 3);
+        out.push_str(head);
+        let authority_end = tail
+            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == ',')
+            .unwrap_or(tail.len());
+        let authority = &tail[..authority_end];
+        match authority.rfind('@') {
+            Some(at) => {
+                let userinfo = &authority[..at];
+                match userinfo.find(':') {
+                    Some(colon) => {
+                        out.push_str(&userinfo[..colon]);
+                        out.push_str(":***");
+                    }
+                    None => out.push_str(userinfo),
+                }
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[authority_end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_in_addresses_are_masked_wherever_they_appear() {
+        assert_eq!(
+            redact_credentials("rollout server http://me:s3cret@a:8000/v1: refused"),
+            "rollout server http://me:***@a:8000/v1: refused"
+        );
+        assert_eq!(
+            redact_credentials("\"http://a:1,http://u:p@b:2\" and https://x:y@c"),
+            "\"http://a:1,http://u:***@b:2\" and https://x:***@c"
+        );
+        assert_eq!(
+            redact_credentials("http://user@a:8000"),
+            "http://user@a:8000"
+        );
+        assert_eq!(redact_credentials("no address here"), "no address here");
+    }
+}

@@ -9,6 +9,7 @@ use envrl::{Generation, PolicyServer, Sampler, SamplingParams};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
+use super::api::redact_credentials;
 use super::pool::{http_agent, server_error};
 use super::{Engine, ServerPool};
 use crate::runtime::export::{Export, ExportFormat, ExportOptions, ExportTokenizer};
@@ -203,7 +204,8 @@ impl LiveServers {
             if let Some((_, route)) = engine.adapter_routes()
                 && let Err(e) = post(&self.agent, &format!("{url}{route}"), &unload)
             {
-                log::warn!("rollout server {url}: unloading adapter {name}: {e}");
+                let warning = format!("rollout server {url}: unloading adapter {name}: {e}");
+                log::warn!("{}", redact_credentials(&warning));
             }
         }
     }
@@ -250,8 +252,9 @@ impl PolicyServer<CausalLm> for LiveServers {
                 .iter()
                 .try_for_each(|(route, body)| post(&self.agent, &format!("{url}{route}"), body))
             {
-                log::warn!("rollout server {url}: taking policy version {version}: {e}");
-                failed.push(format!("{url}: {e}"));
+                let failure = redact_credentials(&format!("{url}: {e}"));
+                log::warn!("rollout server {failure} (taking policy version {version})");
+                failed.push(failure);
             }
         }
         // A server left on old full weights would answer as if it held the new ones.

@@ -9,7 +9,7 @@ use rand::RngCore;
 use rand_chacha::ChaCha8Rng;
 
 use super::Engine;
-use super::api::{SampleRequest, finish};
+use super::api::{SampleRequest, finish, redact_credentials};
 
 /// How to reach the servers.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,10 +78,11 @@ impl std::fmt::Debug for ServerPool {
 }
 
 /// A rollout-server error naming `server` (an address, or `-` for none in particular).
+/// The error of server `url`, with any password in the address or the reason masked.
 pub(crate) fn server_error(url: &str, reason: impl Into<String>) -> envrl::Error {
     envrl::Error::RolloutServer {
-        server: url.to_string(),
-        reason: reason.into(),
+        server: redact_credentials(url),
+        reason: redact_credentials(&reason.into()),
     }
 }
 

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
+use envrl_algos::serve::redact_credentials;
 use serde::{Deserialize, Serialize};
 
 /// Where the rollouts are sampled.
@@ -51,7 +52,10 @@ impl RolloutConfig {
         Some(match self.server.as_deref()? {
             "spawn:llama-cpp" => "llama.cpp's server, restarted with each policy".into(),
             "spawn:vllm" => "vLLM, each policy version loaded while it runs".into(),
-            urls => format!("{urls}, each policy version loaded while they run"),
+            urls => format!(
+                "{}, each policy version loaded while they run",
+                redact_credentials(urls)
+            ),
         })
     }
 }
@@ -75,6 +79,12 @@ impl ServerChoice {
     /// An unknown `spawn:` engine, an item that is not an `http(s)://` address, or addresses
     /// without `policy_dir`.
     pub(crate) fn parse(server: &str, policy_dir: Option<&Path>) -> Result<Self> {
+        Self::read(server, policy_dir)
+            .map_err(|e| anyhow::anyhow!(redact_credentials(&format!("{e:#}"))))
+    }
+
+    /// [`ServerChoice::parse`] before its message's passwords are masked.
+    fn read(server: &str, policy_dir: Option<&Path>) -> Result<Self> {
         match server {
             "spawn:llama-cpp" => return Ok(Self::SpawnLlamaCpp),
             "spawn:vllm" => return Ok(Self::SpawnVllm),
@@ -159,5 +169,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("set rollout.policy_dir"), "{err}");
+        // A password in an address is never repeated.
+        let err = ServerChoice::parse("http://me:s3cret@a:8000", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("http://me:***@a:8000") && !err.contains("s3cret"),
+            "{err}"
+        );
+        let config = RolloutConfig {
+            server: Some("http://me:s3cret@a:8000".into()),
+            ..RolloutConfig::default()
+        };
+        assert!(!config.describe().unwrap().contains("s3cret"));
     }
 }
