@@ -87,9 +87,14 @@ impl SampleRequest<'_> {
     }
 }
 
+/// The lowest log-probability a sampled token is believed to have: a token of probability
+/// e^−1000 is never drawn, so an answer reporting one (e.g. −1e30) is malformed — trained on, it
+/// would pin every importance weight at its cap.
+pub const MIN_SAMPLED_LOGPROB: f32 = -1000.0;
+
 /// Checks a server's answer against the request and makes it a [`Generation`]: every id below
 /// `vocab_size`, one log-probability per token (at most 0, or NaN where the engine did not
-/// report it; never infinite), no more than
+/// report it; never infinite, never below [`MIN_SAMPLED_LOGPROB`]), no more than
 /// `max_new_tokens` tokens, and the response cut after its first stop token (an engine that
 /// ends at its own end-of-sequence without returning it gets nothing appended).
 ///
@@ -131,9 +136,12 @@ pub fn finish(
     if let Some((i, lp)) = logprobs
         .iter()
         .enumerate()
-        .find(|(_, lp)| lp.is_infinite() || **lp > 1e-4)
+        .find(|(_, lp)| !(MIN_SAMPLED_LOGPROB..=1e-4).contains(*lp) && !lp.is_nan())
     {
-        return Err(format!("token {i} has log-probability {lp}"));
+        return Err(format!(
+            "token {i} has log-probability {lp}, which no sampled token has (between \
+             {MIN_SAMPLED_LOGPROB} and 0)"
+        ));
     }
     let stop = tokens.iter().position(|id| request.stop_ids.contains(id));
     if let Some(end) = stop {

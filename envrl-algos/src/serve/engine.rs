@@ -156,6 +156,8 @@ mod tests {
             "not reported"
         );
         assert!(err(served(&[4], &[0.5])).contains("log-probability 0.5"));
+        assert!(err(served(&[4], &[-1e30])).contains("which no sampled token has"));
+        assert!(finish(served(&[4], &[-999.0]), &r, 10).is_ok());
     }
 
     #[test]

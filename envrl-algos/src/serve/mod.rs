@@ -31,7 +31,9 @@ mod spawned_vllm;
 mod tests;
 mod vllm;
 
-pub use api::{EngineApi, SampleRequest, ServedTokens, finish, redact_credentials};
+pub use api::{
+    EngineApi, MIN_SAMPLED_LOGPROB, SampleRequest, ServedTokens, finish, redact_credentials,
+};
 pub use engine::{ENGINES, Engine};
 pub use live::{LiveServers, PolicyFiles, version_name};
 pub use llama_cpp::LlamaCpp;
