@@ -160,16 +160,17 @@ def cycles(edges):
 
 
 def main():
-    dirs = [Path(d) for d in sys.argv[1:]] or [(ROOT / c).relative_to(Path.cwd()) if (ROOT / c).is_relative_to(Path.cwd()) else ROOT / c for c in CRATES]
+    dirs = [Path(d).resolve() for d in sys.argv[1:]] or [ROOT / c for c in CRATES]
     found = 0
     for src in dirs:
         files, edges = crate_graph(src)
+        shown = src.relative_to(ROOT) if src.is_relative_to(ROOT) else src
         for group in cycles(edges):
             names = sorted(str(files[m].relative_to(src)) for m in group)
             known = names in KNOWN
             found += not known
             label = "known import circle" if known else "import circle"
-            print(f"{label} in {src}: " + " <-> ".join(names))
+            print(f"{label} in {shown}: " + " <-> ".join(names))
         for crate, layer, forbidden in LAYERS:
             if not str(src).rstrip("/").endswith(crate):
                 continue
@@ -179,9 +180,9 @@ def main():
                 for target in targets:
                     if target[:1] and target[0] in forbidden:
                         found += 1
-                        print(f"{src}: {files[module].relative_to(src)} ({layer}) imports "
+                        print(f"{shown}: {files[module].relative_to(src)} ({layer}) imports "
                               f"{files[target].relative_to(src)} ({target[0]}), against the rule")
-        print(f"{src}: {len(files)} files, "
+        print(f"{shown}: {len(files)} files, "
               f"{sum(len(e) for e in edges.values())} imports between them")
     if found:
         sys.exit(1)

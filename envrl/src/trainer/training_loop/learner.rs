@@ -8,12 +8,12 @@ use std::time::Instant;
 use burn::optim::ModuleOptimizer;
 
 use super::record::{Recompute, UpdateSummary};
-use super::{UNK_WARN_RATE, adamw};
+use super::{TrainerParts, UNK_WARN_RATE, adamw};
 use crate::advantage::Advantage;
 use crate::auxiliary::AuxObjective;
 use crate::critic::{Critic, ValueStep, ValueUpdate};
 use crate::distributed::{Collective, gather, share_of};
-use crate::env::WorldInfo;
+use crate::env::{World, WorldInfo};
 use crate::error::Result;
 use crate::policy::{Policy, ScoreRow, Tokenizer};
 use crate::trainer::metric_names as names;
@@ -61,37 +61,28 @@ pub(super) struct Learner<P: Policy> {
     unk_warned: Vec<String>,
 }
 
-/// What a [`Learner`] is built from.
-pub(super) struct LearnerParts<P> {
-    pub(super) policy: P,
-    pub(super) advantage: Box<dyn Advantage>,
-    pub(super) loss: Box<dyn PolicyLoss>,
-    pub(super) aux: Vec<Box<dyn AuxObjective>>,
-    pub(super) critic: Option<Box<dyn Critic>>,
-    pub(super) tokenizer: Arc<dyn Tokenizer>,
-    pub(super) world: WorldInfo,
-}
-
 impl<P: Policy> Learner<P> {
-    /// A learner of `parts.policy` with a fresh optimizer (and a frozen reference when the loss
-    /// has a KL term).
-    pub(super) fn new(config: TrainerConfig, parts: LearnerParts<P>) -> Self {
-        let reference = parts.loss.needs_reference().then(|| parts.policy.valid());
-        Self {
+    /// A learner of `policy` with the estimator, losses, objectives and critic of `parts`, a
+    /// fresh optimizer (and a frozen reference when the loss has a KL term); the world goes
+    /// back to the caller (the actor plays in it; the learner keeps only its facts).
+    pub(super) fn new(config: TrainerConfig, policy: P, parts: TrainerParts) -> (Self, World) {
+        let reference = parts.loss.needs_reference().then(|| policy.valid());
+        let learner = Self {
             optimizer: adamw(&config),
-            start_weights: Some(TrainableWeights::of(&parts.policy)),
+            start_weights: Some(TrainableWeights::of(&policy)),
             config,
             reference,
-            policy: parts.policy,
+            policy,
             advantage: parts.advantage,
             loss: parts.loss,
             aux: parts.aux,
             critic: parts.critic,
             tokenizer: parts.tokenizer,
-            world: parts.world,
+            world: parts.world.info.clone(),
             optimizer_steps: 0,
             unk_warned: Vec::new(),
-        }
+        };
+        (learner, parts.world)
     }
 
     /// The update on `batch`: the learner batch, the recomputed old log-probabilities (when

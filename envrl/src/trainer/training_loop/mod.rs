@@ -26,7 +26,7 @@ mod pending;
 mod record;
 
 use actor::{Actor, Played, gather_rollouts};
-use learner::{Learner, LearnerParts, UpdateContext};
+use learner::{Learner, UpdateContext};
 pub use parts::{EvalReport, TrainerParts};
 pub(crate) use pending::PendingRollout;
 use pending::staleness;
@@ -79,28 +79,9 @@ impl<P: Policy> Trainer<P> {
     pub fn new(config: TrainerConfig, policy: P, parts: TrainerParts) -> Result<Self> {
         parts.check(&config, &policy)?;
         let streams = RunStreams::new(config.seed, parts.aux.iter().map(|a| a.name()));
-        let TrainerParts {
-            world,
-            tokenizer,
-            advantage,
-            loss,
-            critic,
-            aux,
-        } = parts;
-        let learner = Learner::new(
-            config.clone(),
-            LearnerParts {
-                policy,
-                advantage,
-                loss,
-                aux,
-                critic,
-                tokenizer: tokenizer.clone(),
-                world: world.info.clone(),
-            },
-        );
+        let (learner, world) = Learner::new(config.clone(), policy, parts);
         Ok(Self {
-            actor: Actor::new(world, tokenizer, &config),
+            actor: Actor::new(world, learner.tokenizer.clone(), &config),
             learner,
             config,
             streams,
@@ -300,13 +281,17 @@ impl<P: Policy> Trainer<P> {
         &mut self,
         batch: &RolloutBatch,
     ) -> Result<(learner::Learned, Option<f64>)> {
-        if self.config.max_staleness == 0 || self.iteration + 1 >= self.config.iterations {
-            return Ok((self.learn(batch)?, None));
-        }
-        let rollout = self.training_rollout();
-        let version = self
-            .actor
-            .take_version(&self.learner.policy, self.iteration)?;
+        let ahead = self.config.max_staleness > 0 && self.iteration + 1 < self.config.iterations;
+        let next = match ahead {
+            true => {
+                let rollout = self.training_rollout();
+                let version = self
+                    .actor
+                    .take_version(&self.learner.policy, self.iteration)?;
+                Some((rollout, version))
+            }
+            false => None,
+        };
         let shard = (self.sync.rank(), self.sync.size());
         let at = UpdateContext {
             iteration: self.iteration,
@@ -315,24 +300,14 @@ impl<P: Policy> Trainer<P> {
             sync: self.sync.as_ref(),
         };
         let learner = &mut self.learner;
+        let Some((rollout, version)) = next else {
+            return Ok((learner.learn(batch, at)?, None));
+        };
         let (learned, played, waited) = self
             .actor
             .play_during(version, &rollout, shard, || learner.learn(batch, at));
         self.keep_played_ahead(played)?;
         Ok((learned?, Some(waited)))
-    }
-
-    /// The learner's update on `batch`, inline.
-    fn learn(&mut self, batch: &RolloutBatch) -> Result<learner::Learned> {
-        self.learner.learn(
-            batch,
-            UpdateContext {
-                iteration: self.iteration,
-                sampled_elsewhere: self.actor.has_server(),
-                aux_streams: &mut self.streams.aux,
-                sync: self.sync.as_ref(),
-            },
-        )
     }
 
     /// Keeps the rollout the actor played during the update, gathered from every rank, for
