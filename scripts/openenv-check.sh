@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # `envrl serve` against OpenEnv's own tools: installs `openenv` 0.10.0 from PyPI once into a
 # virtual environment under ~/.cache/envrl-tools, starts `envrl serve` for every world on a free
-# loopback port, runs `openenv validate --url` (every criterion must pass) and plays episodes with
-# OpenEnv's own client (scripts/openenv_client_check.py). That the served episodes equal the
-# in-process engine's step for step is tested in Rust over the same WebSocket protocol
-# (tests/env_server.rs).
+# loopback port, runs `openenv validate --url` (every criterion must pass), plays episodes with
+# OpenEnv's own client (scripts/openenv_client_check.py), then replays every golden transcript
+# (ALFWorld, WebShop, Sokoban) through the server with that client, byte for byte against the
+# reference's recording (scripts/openenv_golden_replay.py). That the served episodes equal the
+# in-process engine's step for step is also tested in Rust (tests/env_server.rs).
+#
+# Environment: ENVRL_SHARED (the shared/ folder, default ../shared), ALFWORLD_DATA (else the
+# shared archive is unpacked once into the temp folder, where the tests unpack it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/envrl-target}"
 VENV="${OPENENV_VENV:-$HOME/.cache/envrl-tools/openenv-venv}"
-if ! "$VENV/bin/python" -c "import openenv, sys; sys.exit(openenv.__version__ != '0.10.0')" 2>/dev/null; then
+if ! "$VENV/bin/python" -c "import openenv, zstandard, sys; sys.exit(openenv.__version__ != '0.10.0')" 2>/dev/null; then
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet "openenv==0.10.0"
+  "$VENV/bin/pip" install --quiet "openenv==0.10.0" zstandard
 fi
 BIN="$CARGO_TARGET_DIR/release/envrl"
 [[ -x $BIN ]] || cargo build --workspace --release --bins
@@ -47,3 +51,23 @@ PY
   wait "$PID" 2>/dev/null || true
   PID=
 done
+
+SHARED="${ENVRL_SHARED:-../shared}"
+if [[ ! -d $SHARED/golden ]]; then
+  if [[ ${CI:-} == true ]]; then echo "$SHARED/golden not found; under CI=true missing data fails"; exit 1; fi
+  echo "== golden replay through OpenEnv's client skipped: $SHARED/golden not found (set ENVRL_SHARED)"
+  exit 0
+fi
+if [[ -z ${ALFWORLD_DATA:-} ]]; then
+  archive="$SHARED/data/alfworld/json_2.1.2_tw-pddl.tar.zst"
+  ALFWORLD_DATA="${TMPDIR:-/tmp}/envrl-alfworld-2.1.2-$(stat -c %s "$archive")"
+  if [[ ! -e $ALFWORLD_DATA/.complete ]]; then
+    staging="$ALFWORLD_DATA.staging-$$"
+    mkdir -p "$staging"
+    tar --zstd -xf "$archive" -C "$staging"
+    touch "$staging/.complete"
+    mv -T "$staging" "$ALFWORLD_DATA" 2>/dev/null || rm -rf "$staging"
+  fi
+fi
+echo "== the golden transcripts through envrl serve with OpenEnv's client"
+ALFWORLD_DATA="$ALFWORLD_DATA" "$VENV/bin/python" scripts/openenv_golden_replay.py "$BIN" "$SHARED"

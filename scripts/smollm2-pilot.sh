@@ -61,6 +61,7 @@ for recipe in R1 R2 R3 R4; do
     echo "pilot $recipe seed $seed: held-out success $won before RL"
     if ! python3 -c 'import sys; sys.exit(0 if 0.05 <= float(sys.argv[1]) <= 0.40 else 1)' "$won"; then
       qualifies=0
+      break # one seed outside the band rules the recipe out: its other seed is not needed
     fi
   done
   if ((qualifies)); then

@@ -137,8 +137,11 @@ fn episodes_over_websocket_equal_the_in_process_engine() {
                         outcome.observation.text.as_str(),
                         "{env:?} task {task} step {t}"
                     );
-                    assert_eq!(data["reward"], f64::from(outcome.reward));
+                    // Served as written (-0.1, not -0.10000000149): the same f32.
+                    let reward = data["reward"].as_f64().map(|r| r as f32);
+                    assert_eq!(reward, Some(outcome.reward));
                     assert_eq!(data["observation"]["won"], outcome.won);
+                    assert_eq!(data["observation"]["score"], json!(engine.score()));
                     assert_eq!(
                         data["observation"]["admissible"],
                         json!(outcome.observation.admissible)

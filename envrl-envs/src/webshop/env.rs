@@ -137,4 +137,9 @@ impl Environment for WebShop {
     fn description(&self) -> &str {
         "WebShop online shopping"
     }
+
+    /// The last purchase's score (0–1), once the episode bought something.
+    fn score(&self) -> Option<f64> {
+        self.last_score
+    }
 }

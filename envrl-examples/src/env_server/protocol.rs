@@ -71,6 +71,9 @@ pub enum View {
 pub struct ResetData {
     /// A task id as the world's environments take it (`GET /tasks` lists them).
     pub task: Option<u64>,
+    /// A task by name, where the world names its tasks (ALFWorld's game files, e.g.
+    /// `valid_unseen/…/game.tw-pddl`; `GET /tasks` lists them).
+    pub name: Option<String>,
     /// `train` or `eval` (default `train`).
     pub split: Option<String>,
     /// An index into the split's tasks.
@@ -230,6 +233,7 @@ pub fn schema() -> Value {
                 "task": {"type": "string"},
                 "admissible": {"type": "array", "items": {"type": "string"}},
                 "won": {"type": "boolean"},
+                "score": {"type": ["number", "null"], "description": "The score the benchmark reports beside the reward (WebShop's purchase score, 0-1), where it keeps one."},
                 "step": {"type": "integer"},
                 "action": {"type": ["string", "null"], "description": "The command the last step sent."},
                 "valid": {"type": ["boolean", "null"], "description": "Whether the last reply followed the format."},

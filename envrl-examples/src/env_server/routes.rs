@@ -115,7 +115,15 @@ async fn tasks(State(app): State<App>, Query(query): Query<HashMap<String, Strin
     } else {
         &[][..]
     };
-    json_ok(json!({"split": split, "count": tasks.len(), "start": start, "tasks": slice}))
+    let mut listing = json!({"split": split, "count": tasks.len(), "start": start, "tasks": slice});
+    if slice
+        .iter()
+        .any(|&task| app.world.task_name(task).is_some())
+    {
+        let names: Vec<Option<&str>> = slice.iter().map(|&t| app.world.task_name(t)).collect();
+        listing["names"] = json!(names);
+    }
+    json_ok(listing)
 }
 
 /// `GET /state`: stateless, so a fresh environment's state, without building one.

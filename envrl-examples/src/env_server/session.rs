@@ -1,6 +1,7 @@
 //! One served episode at a time: a world's environment, its prompt and projection, and the
 //! episode's history, as plain logic the server's connections drive (tested in memory).
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use envrl::{
@@ -22,6 +23,8 @@ pub struct ServedWorld {
     parser: Arc<dyn ActionParser>,
     train_tasks: Vec<u64>,
     eval_tasks: Vec<u64>,
+    task_names: BTreeMap<u64, String>,
+    task_by_name: HashMap<String, u64>,
     /// An episode's step limit unless its reset asks for another.
     pub max_steps: usize,
 }
@@ -37,6 +40,12 @@ impl ServedWorld {
             parser: world.parser,
             train_tasks: world.train_tasks,
             eval_tasks: world.eval_tasks,
+            task_by_name: world
+                .task_names
+                .iter()
+                .map(|(&task, name)| (name.clone(), task))
+                .collect(),
+            task_names: world.task_names,
             max_steps,
         }
     }
@@ -56,21 +65,42 @@ impl ServedWorld {
         }
     }
 
-    /// The task a reset asks for: its `task` id, else the split's task at `index`, else at
-    /// `seed` modulo the split's length, else the split's first.
+    /// The name of `task`, where the world names its tasks.
+    pub fn task_name(&self, task: u64) -> Option<&str> {
+        self.task_names.get(&task).map(String::as_str)
+    }
+
+    /// The task a reset asks for: its `task` id or `name`, else the split's task at `index`,
+    /// else at `seed` modulo the split's length, else the split's first.
     ///
     /// # Errors
-    /// A validation error for an unknown split, an index past its end, a task id given with an
-    /// index or seed, or a split without tasks.
+    /// A validation error for an unknown split or name, an index past its end, a task id or
+    /// name given with anything else, or a split without tasks.
     pub fn task(&self, data: &ResetData) -> Result<u64, ProtocolError> {
         let invalid = |m: String| ProtocolError::new(ErrorCode::ValidationError, m);
+        let chosen = [data.task.is_some(), data.name.is_some()];
+        let by_split = data.index.is_some() || data.seed.is_some() || data.split.is_some();
+        if chosen.iter().filter(|&&c| c).count() + usize::from(by_split) > 1 {
+            return Err(invalid(
+                "give a `task` id, a task `name`, or a `split` with an `index` or a `seed`, \
+                 not two of them"
+                    .into(),
+            ));
+        }
         if let Some(task) = data.task {
-            if data.index.is_some() || data.seed.is_some() || data.split.is_some() {
-                return Err(invalid(
-                    "give a `task` id, or a `split` with an `index` or a `seed`, not both".into(),
-                ));
-            }
             return Ok(task);
+        }
+        if let Some(name) = &data.name {
+            return self.task_by_name.get(name).copied().ok_or_else(|| {
+                invalid(if self.task_names.is_empty() {
+                    format!(
+                        "this {} world does not name its tasks: give a `task` id",
+                        self.name
+                    )
+                } else {
+                    format!("no task is named `{name}` (GET /tasks?split=eval lists the names)")
+                })
+            });
         }
         let split = data.split.as_deref().unwrap_or("train");
         let tasks = self.tasks(split)?;
@@ -105,6 +135,12 @@ impl ServedWorld {
             episode: None,
         }
     }
+}
+
+/// A reward as the environment wrote it: the shortest decimal that reads back as the same
+/// `f32` (Sokoban's −0.1 is served as −0.1, not as the `f64` −0.10000000149011612).
+fn as_written(reward: f32) -> f64 {
+    reward.to_string().parse().unwrap_or(f64::from(reward))
 }
 
 /// The state of a session before its first reset (`GET /state`'s answer: a fresh environment).
@@ -207,7 +243,7 @@ impl Session {
         episode.done = outcome.done || episode.truncated;
         episode.last = Some((action, valid));
         let episode = self.episode.as_ref().expect("stepped above");
-        Ok(self.payload(episode, Some(f64::from(outcome.reward))))
+        Ok(self.payload(episode, Some(as_written(outcome.reward))))
     }
 
     /// The session's state (`episode_id`, `step_count`, the task and the outcome so far).
@@ -236,13 +272,15 @@ impl Session {
             None => (None, None),
         };
         let metadata = json!({
-            "task_id": e.task_id, "episode_id": e.episode_id, "truncated": e.truncated,
+            "task_id": e.task_id, "task_name": self.world.task_name(e.task_id),
+            "episode_id": e.episode_id, "truncated": e.truncated,
             "raw_observation": e.observation.text
         });
         json!({
             "observation": {
                 "text": text, "view": e.view, "task": e.observation.task,
-                "admissible": e.observation.admissible, "won": e.won, "step": e.steps,
+                "admissible": e.observation.admissible, "won": e.won,
+                "score": self.env.score(), "step": e.steps,
                 "action": action, "valid": valid, "metadata": metadata
             },
             "reward": reward,
@@ -291,8 +329,41 @@ mod tests {
         let code = |json: &str| world.task(&reset(json)).unwrap_err().message;
         assert!(code(r#"{"split":"test"}"#).contains("unknown split `test`"));
         assert!(code(r#"{"index":100000}"#).contains("past the end"));
-        assert!(code(r#"{"task":1,"index":0}"#).contains("not both"));
+        assert!(code(r#"{"task":1,"index":0}"#).contains("not two of them"));
+        assert!(code(r#"{"task":1,"name":"a"}"#).contains("not two of them"));
         assert!(code(r#"{"index":1,"seed":0}"#).contains("not both"));
+        assert!(code(r#"{"name":"a"}"#).contains("does not name its tasks"));
+    }
+
+    #[test]
+    fn named_tasks_are_chosen_by_name() {
+        let config = RunConfig::cpu_tiny(EnvName::Keydoor).unwrap();
+        let world = config.env.setup(&config.facts()).unwrap().world;
+        let eval = world.eval_tasks.clone();
+        let names = eval.iter().map(|&t| (t, format!("room-{t}")));
+        let world = Arc::new(ServedWorld::new(world.with_task_names(names), 3));
+        let name = format!("room-{}", eval[1]);
+        let chosen = world.task(&reset(&format!(r#"{{"name":"{name}"}}"#)));
+        assert_eq!(chosen.unwrap(), eval[1]);
+        assert_eq!(world.task_name(eval[1]), Some(name.as_str()));
+        let err = world.task(&reset(r#"{"name":"room-x"}"#)).unwrap_err();
+        assert!(
+            err.message.contains("no task is named `room-x`"),
+            "{}",
+            err.message
+        );
+        let first = world
+            .session()
+            .reset(reset(&format!(r#"{{"name":"{name}"}}"#)));
+        assert_eq!(first.unwrap()["metadata"]["task_name"], name.as_str());
+    }
+
+    #[test]
+    fn rewards_are_served_as_the_environment_wrote_them() {
+        assert_eq!(as_written(-0.1), -0.1);
+        assert_eq!(as_written(10.0), 10.0);
+        assert_eq!(as_written(0.0), 0.0);
+        assert_eq!(as_written(f32::MIN_POSITIVE), 1.1754944e-38);
     }
 
     #[test]

@@ -53,6 +53,12 @@ pub trait Environment: Send {
     fn noop_observations(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The score the benchmark reports for the episode so far, where it keeps one beside the
+    /// reward (WebShop's purchase score from 0 to 1 once something is bought). By default none.
+    fn score(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// A boxed environment is an environment: worlds hand out `Box<dyn Environment>`.
@@ -75,5 +81,9 @@ impl<E: Environment + ?Sized> Environment for Box<E> {
 
     fn noop_observations(&self) -> Vec<String> {
         (**self).noop_observations()
+    }
+
+    fn score(&self) -> Option<f64> {
+        (**self).score()
     }
 }

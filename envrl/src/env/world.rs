@@ -2,6 +2,7 @@
 //! and replies read, which tasks train and evaluate, and the facts the world states about itself
 //! ([`WorldInfo`]), which reach the auxiliary objectives with the data they learn from.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -112,6 +113,8 @@ pub struct World {
     pub train_tasks: Vec<u64>,
     /// The task ids evaluation plays, in order.
     pub eval_tasks: Vec<u64>,
+    /// The names of the tasks that have one (ALFWorld's game files), for logs and servers.
+    pub task_names: BTreeMap<u64, String>,
 }
 
 impl World {
@@ -130,6 +133,7 @@ impl World {
             parser: Arc::new(parser),
             train_tasks: Vec::new(),
             eval_tasks: Vec::new(),
+            task_names: BTreeMap::new(),
         }
     }
 
@@ -149,6 +153,12 @@ impl World {
     pub fn with_tasks(mut self, train_tasks: Vec<u64>, eval_tasks: Vec<u64>) -> Self {
         self.train_tasks = train_tasks;
         self.eval_tasks = eval_tasks;
+        self
+    }
+
+    /// The world with these task names ([`World::task_names`]).
+    pub fn with_task_names(mut self, names: impl IntoIterator<Item = (u64, String)>) -> Self {
+        self.task_names = names.into_iter().collect();
         self
     }
 

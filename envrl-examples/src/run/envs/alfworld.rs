@@ -122,7 +122,7 @@ pub fn setup_from(
     data: Option<PathBuf>,
 ) -> Result<EnvSetup> {
     let types = settings.task_types()?;
-    let (games, train, source): (Vec<Arc<Game>>, usize, String) = match data {
+    let (games, names, train, source): (Vec<Arc<Game>>, Vec<String>, usize, String) = match data {
         Some(dir) => {
             let data = AlfworldData::open(&dir)?;
             let mut train = data.games(Split::Train, &types)?;
@@ -135,8 +135,10 @@ pub fn setup_from(
             let n = train.len();
             let mut games = data.load(&train)?;
             games.extend(data.load(&eval)?);
+            let names = train.iter().chain(&eval).map(|path| game_name(path)).collect();
             (
                 games,
+                names,
                 n,
                 format!(
                     "ALFWORLD_DATA train ({n}) / {} ({})",
@@ -151,6 +153,7 @@ pub fn setup_from(
             let games = generator.generate_many_of_types(&types, n);
             (
                 games,
+                Vec::new(),
                 run.tasks.train,
                 format!(
                     "generated games (seed {}{}): {} train, {} held out",
@@ -174,10 +177,12 @@ pub fn setup_from(
     let label_games = games.clone();
     let prompt = AlfworldPrompt::with_style(settings.prompt);
     let make_env = move || AlfWorld::new(env_games.clone()).with_max_steps(max_steps);
-    let world = World::new(make_env, prompt, AlfworldProjection).with_tasks(
-        (0..train as u64).collect(),
-        (train as u64..games.len() as u64).collect(),
-    );
+    let world = World::new(make_env, prompt, AlfworldProjection)
+        .with_tasks(
+            (0..train as u64).collect(),
+            (train as u64..games.len() as u64).collect(),
+        )
+        .with_task_names((0..).zip(names));
     Ok(EnvSetup {
         world,
         demonstrate: Box::new(move |tokenizer, episodes| {
@@ -201,4 +206,14 @@ pub fn setup_from(
             source,
         },
     })
+}
+
+/// A game's name: its path under the data set's `json_2.1.1/`, with `/` separators
+/// (`valid_unseen/look_at_obj_in_light-…/trial_…/game.tw-pddl`, as ALFWorld's logs name it).
+fn game_name(relative: &std::path::Path) -> String {
+    relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
 }
