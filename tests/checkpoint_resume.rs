@@ -56,6 +56,37 @@ fn a_checkpoint_of_other_objectives_is_refused() {
     assert_eq!(with_aux.trainer.iteration(), 0);
 }
 
+#[test]
+fn a_checkpoint_of_another_seed_or_world_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seed_one = settings();
+    seed_one.trainer.seed = 1;
+    let mut written = build(&seed_one, &Device::flex()).unwrap();
+    written.trainer = written.trainer.with_checkpoint_dir(dir.path());
+    let path = written.trainer.save_checkpoint().unwrap().unwrap();
+    let mut seed_zero = settings();
+    seed_zero.trainer.seed = 0;
+    let mut other = build(&seed_zero, &Device::flex()).unwrap();
+    let err = other.trainer.resume(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("seed 1") && err.contains("seed 0") && err.contains("ckpt-"),
+        "{err}"
+    );
+    assert_eq!(other.trainer.iteration(), 0);
+    // The world is part of the checkpoint: one written elsewhere is refused by name.
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path.join("state.json")).unwrap()).unwrap();
+    assert_eq!(state["world"], "keydoor");
+    state["world"] = "sokoban".into();
+    let moved: envrl::CheckpointState = serde_json::from_value(state).unwrap();
+    let reason = moved.foreign_to(1, "keydoor").unwrap();
+    assert!(
+        reason.contains("sokoban") && reason.contains("keydoor"),
+        "{reason}"
+    );
+    assert_eq!(moved.foreign_to(1, "sokoban"), None);
+}
+
 fn save_load_continue_matches(settings: fn() -> KeyDoorSettings) {
     let device = Device::flex();
     let mut straight = build(&settings(), &device).unwrap();
@@ -155,6 +186,7 @@ fn a_checkpoint_with_non_finite_weights_is_refused_naming_the_tensor() {
         optimizer_steps: 0,
         streams: envrl::RunStreams::new(0, std::iter::empty()),
         config: serde_json::Value::Null,
+        world: None,
         files: Default::default(),
     };
     let optimizer = envrl::FusedAdamW::new(1e-8, 0.0).init();

@@ -302,6 +302,55 @@ fn an_unusable_rollout_server_is_refused_before_anything_is_loaded_or_written() 
     }
 }
 
+#[test]
+fn a_resume_that_fails_changes_nothing_and_a_foreign_checkpoint_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    assert!(train(&run, 2, &[]).status.success());
+    let config = std::fs::read(run.join("config.toml")).unwrap();
+    let metrics = std::fs::read(run.join("metrics.jsonl")).unwrap();
+    // A changed resume whose rollout server is down fails before the run starts: the config
+    // and its change log are as they were, and the plain resume still works.
+    let policies = dir.path().join("policies");
+    let down = train(
+        &run,
+        4,
+        &[
+            "--resume",
+            "--allow-config-change",
+            "--set",
+            "rollout.server=http://127.0.0.1:9",
+            "--set",
+            &format!("rollout.policy_dir={}", policies.display()),
+        ],
+    );
+    assert!(!down.status.success(), "a resume against a dead server ran");
+    assert_eq!(std::fs::read(run.join("config.toml")).unwrap(), config);
+    assert!(!run.join("config-changes.txt").exists());
+    assert_eq!(std::fs::read(run.join("metrics.jsonl")).unwrap(), metrics);
+    // A checkpoint copied from a run of another seed is refused by name, touching nothing.
+    let other = dir.path().join("other");
+    assert!(train(&other, 2, &["--seed", "1"]).status.success());
+    let checkpoints = run.join("checkpoints");
+    std::fs::remove_dir_all(&checkpoints).unwrap();
+    let copy = Command::new("cp")
+        .arg("-r")
+        .arg(other.join("checkpoints"))
+        .arg(&checkpoints)
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let foreign = train(&run, 4, &["--resume"]);
+    let stderr = String::from_utf8_lossy(&foreign.stderr);
+    assert!(!foreign.status.success(), "a foreign checkpoint resumed");
+    assert!(
+        stderr.contains("seed 1") && stderr.contains("seed 0") && stderr.contains("ckpt-000002"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(run.join("metrics.jsonl")).unwrap(), metrics);
+    assert_eq!(std::fs::read(run.join("config.toml")).unwrap(), config);
+}
+
 /// A small tmpfs mounted for the test's lifetime (root on Linux only).
 struct Tmpfs(std::path::PathBuf);
 

@@ -46,8 +46,8 @@ pub use report::{
 };
 pub use rollout_config::RolloutConfig;
 pub use run_dir::{
-    LOCK_FILE, RunLock, check_resume_config, config_changes, default_run_dir, run_dir_named,
-    unix_time,
+    LOCK_FILE, RunLock, check_resume_config, config_changes, default_run_dir,
+    record_config_changes, run_dir_named, unix_time,
 };
 pub use warm_start::WARM_START_FILE;
 
@@ -295,13 +295,13 @@ impl Run<'_> {
         let loaded = model::load(config, &setup, &self.device(), &|line| self.say(line))?;
         let loaded_pretrained = loaded.pretrained.clone();
         plan.apply(dir)?;
-        if self.trains() {
-            let path = dir.join("config.toml");
-            std::fs::write(&path, config.to_toml()?)
-                .with_context(|| format!("writing {}", path.display()))?;
+        let resume_from = plan.resume_from;
+        // A fresh run writes its config at once; a resumed one only once it has resumed, so
+        // that a resume that fails (a server down, a foreign checkpoint) changes nothing.
+        if self.trains() && resume_from.is_none() {
+            self.record_config(&[])?;
             loaded.save_tokenizer(dir)?;
         }
-        let resume_from = plan.resume_from;
         let tokenizer = loaded.tokenizer.clone();
         // An evaluation of a model file (`envrl eval --model`) plays it as loaded; one of a
         // run directory without a checkpoint, its warm start.
@@ -357,6 +357,9 @@ impl Run<'_> {
             tag: options.eval_tag.as_deref(),
         };
         let before = self.before_rl(trainer, &evaluation, resume_from.as_deref())?;
+        if self.trains() && resume_from.is_some() {
+            self.record_config(&plan.config_changes)?;
+        }
         if self.trains() {
             let mut progress = RunProgress::new(config.trainer.iterations, dir, options.quiet)?;
             trainer.run(&mut progress)?;
@@ -367,12 +370,21 @@ impl Run<'_> {
         self.report(table, before, &evaluation)
     }
 
+    /// Writes the run's `config.toml` and appends `changes` to its `config-changes.txt`.
+    fn record_config(&self, changes: &[String]) -> Result<()> {
+        let dir = &self.options.output_dir;
+        let path = dir.join("config.toml");
+        std::fs::write(&path, self.config.to_toml()?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        record_config_changes(dir, changes)
+    }
+
     /// Decides what happens to the run directory, and checks that a resumed run keeps its
     /// settings.
     fn prepare(&self) -> Result<DirPlan> {
-        let plan = DirPlan::decide(self.options)?;
+        let mut plan = DirPlan::decide(self.options)?;
         if self.trains() && plan.resume_from.is_some() {
-            check_resume_config(
+            plan.config_changes = check_resume_config(
                 &self.options.output_dir,
                 self.config,
                 self.options.allow_config_change,

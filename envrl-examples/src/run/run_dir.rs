@@ -139,17 +139,18 @@ pub fn config_changes(stored: &RunConfig, requested: &RunConfig) -> Vec<String> 
 }
 
 /// Refuses to resume with a config that changes the run, unless `allow`; with `allow` the
-/// changes are printed and appended to `config-changes.txt` in the run directory.
+/// changes are printed and returned, for [`record_config_changes`] once the resumed run has
+/// started (a resume that fails leaves the run's files as they were). Writes nothing.
 ///
 /// # Errors
 /// When the stored config cannot be read, or it differs and `allow` is false.
-pub fn check_resume_config(dir: &Path, requested: &RunConfig, allow: bool) -> Result<()> {
+pub fn check_resume_config(dir: &Path, requested: &RunConfig, allow: bool) -> Result<Vec<String>> {
     let path = dir.join("config.toml");
     let stored = RunConfig::from_toml_file(&path)
         .with_context(|| format!("--resume: reading the run's own {}", path.display()))?;
     let changes = config_changes(&stored, requested);
     if changes.is_empty() {
-        return Ok(());
+        return Ok(changes);
     }
     if !allow {
         // A run recorded before `{ aux_ratio = 1.0 }` became the default ran the global clip,
@@ -175,6 +176,17 @@ pub fn check_resume_config(dir: &Path, requested: &RunConfig, allow: bool) -> Re
         "resuming with changed settings:\n  {}",
         changes.join("\n  ")
     );
+    Ok(changes)
+}
+
+/// Appends a resumed run's setting changes to `config-changes.txt` in its directory.
+///
+/// # Errors
+/// When the file cannot be written.
+pub fn record_config_changes(dir: &Path, changes: &[String]) -> Result<()> {
+    if changes.is_empty() {
+        return Ok(());
+    }
     let log = dir.join("config-changes.txt");
     let mut file = File::options()
         .create(true)
@@ -185,23 +197,74 @@ pub fn check_resume_config(dir: &Path, requested: &RunConfig, allow: bool) -> Re
 }
 
 /// Keeps only the complete metrics records of iterations before `iteration` (a killed run may
-/// have recorded later iterations, or half a line, after its last checkpoint).
+/// have recorded later iterations, or half a line, after its last checkpoint), one per
+/// iteration; says so when the file held an iteration twice or lacks one.
 pub(crate) fn truncate_metrics(dir: &Path, iteration: usize) -> Result<()> {
     let path = dir.join("metrics.jsonl");
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(());
     };
-    let kept: Vec<&str> = text
-        .lines()
-        .filter(|l| {
-            serde_json::from_str::<IterationMetrics>(l).is_ok_and(|m| m.iteration < iteration)
-        })
-        .collect();
-    let mut out = kept.join("\n");
-    if !out.is_empty() {
-        out.push('\n');
+    let kept = metrics_before(&text, iteration);
+    let list = |v: &[usize]| {
+        v.iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !kept.repeated.is_empty() {
+        log::warn!(
+            "{} held iteration(s) {} more than once: kept the last record of each",
+            path.display(),
+            list(&kept.repeated)
+        );
     }
-    std::fs::write(&path, out).with_context(|| format!("rewriting {}", path.display()))
+    if !kept.missing.is_empty() {
+        log::warn!(
+            "{} lacks iteration(s) {} before the checkpoint: the resumed run's metrics have a \
+             gap there",
+            path.display(),
+            list(&kept.missing)
+        );
+    }
+    std::fs::write(&path, kept.text).with_context(|| format!("rewriting {}", path.display()))
+}
+
+/// The metrics a resumed run continues: the last complete record of each iteration before
+/// the checkpoint's, in order, and what the file repeated or lacked.
+#[derive(Debug, PartialEq)]
+pub(crate) struct KeptMetrics {
+    /// The records kept, one line each.
+    pub text: String,
+    /// Iterations recorded more than once.
+    pub repeated: Vec<usize>,
+    /// Iterations before the checkpoint's without a record.
+    pub missing: Vec<usize>,
+}
+
+pub(crate) fn metrics_before(text: &str, iteration: usize) -> KeptMetrics {
+    let mut by_iteration: BTreeMap<usize, &str> = BTreeMap::new();
+    let mut repeated = Vec::new();
+    for line in text.lines() {
+        let Ok(record) = serde_json::from_str::<IterationMetrics>(line) else {
+            continue;
+        };
+        if record.iteration < iteration
+            && by_iteration.insert(record.iteration, line).is_some()
+            && !repeated.contains(&record.iteration)
+        {
+            repeated.push(record.iteration);
+        }
+    }
+    repeated.sort_unstable();
+    let missing = (0..iteration)
+        .filter(|i| !by_iteration.contains_key(i))
+        .collect();
+    let text = by_iteration.values().map(|l| format!("{l}\n")).collect();
+    KeptMetrics {
+        text,
+        repeated,
+        missing,
+    }
 }
 
 /// Whether `name` is something envrl writes into a run directory.
@@ -294,6 +357,8 @@ pub(crate) struct DirPlan {
     pub warm_start: Option<PathBuf>,
     /// Whether a previous run's files are removed (a fresh start or `--force`).
     clear: bool,
+    /// The settings a resume changes (`--allow-config-change`), recorded once it has started.
+    pub config_changes: Vec<String>,
 }
 
 impl DirPlan {
@@ -333,6 +398,7 @@ impl DirPlan {
                     resume_from: None,
                     warm_start: Some(warm_start),
                     clear: false,
+                    config_changes: Vec::new(),
                 });
             }
             (None, true, _) => bail!("--resume: no checkpoint in {}", checkpoints.display()),
@@ -369,6 +435,7 @@ impl DirPlan {
             resume_from: if options.resume { existing } else { None },
             warm_start: None,
             clear,
+            config_changes: Vec::new(),
         })
     }
 
@@ -462,6 +529,37 @@ mod tests {
             ..fresh
         };
         assert!(DirPlan::decide(&forced).is_ok());
+    }
+
+    #[test]
+    fn resumed_metrics_keep_one_record_per_iteration_and_name_gaps() {
+        let record = |i: usize, loss: f64| {
+            let m = IterationMetrics {
+                iteration: i,
+                env_steps: i,
+                values: [("loss".to_string(), loss)].into(),
+            };
+            serde_json::to_string(&m).unwrap()
+        };
+        let text = [
+            record(0, 1.0),
+            record(2, 2.0),
+            record(2, 3.0),
+            "{\"iteration\": 3, \"half".to_string(),
+            record(4, 4.0),
+        ]
+        .join("\n");
+        let kept = metrics_before(&text, 4);
+        assert_eq!(kept.repeated, [2]);
+        assert_eq!(kept.missing, [1, 3]);
+        assert_eq!(
+            kept.text,
+            format!("{}\n{}\n", record(0, 1.0), record(2, 3.0))
+        );
+        let clean = [record(0, 1.0), record(1, 1.0)].join("\n");
+        let kept = metrics_before(&clean, 2);
+        assert!(kept.repeated.is_empty() && kept.missing.is_empty());
+        assert_eq!(metrics_before("", 0).text, "");
     }
 
     #[test]

@@ -88,11 +88,36 @@ pub struct CheckpointState {
     pub streams: RunStreams,
     /// The trainer config of the run.
     pub config: serde_json::Value,
+    /// The name of the world the run trained in (absent in checkpoints written before it was
+    /// recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<String>,
     /// Files the trainer keeps beside the state, by name, encoded: the next iteration's
     /// rollout when it was played ahead ([`PENDING_ROLLOUT_FILE`]) and the trainable weights the
     /// run started from ([`START_WEIGHTS_FILE`]). Not part of `state.json`.
     #[serde(skip)]
     pub files: BTreeMap<String, Vec<u8>>,
+}
+
+impl CheckpointState {
+    /// Why this checkpoint cannot continue a run of `seed` in `world`: it was written by a run
+    /// of another seed (its random streams would be another run's) or in another world.
+    pub fn foreign_to(&self, seed: u64, world: &str) -> Option<String> {
+        let written = self.config.get("seed").and_then(serde_json::Value::as_u64);
+        if let Some(written) = written.filter(|&w| w != seed) {
+            return Some(format!(
+                "written by a run with seed {written}, not this run's seed {seed}: a checkpoint \
+                 continues only the run that wrote it"
+            ));
+        }
+        match &self.world {
+            Some(written) if written != world => Some(format!(
+                "written by a run in the {written} world, not in {world}: a checkpoint \
+                 continues only the run that wrote it"
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// The directory name of the checkpoint after `iteration` iterations.
@@ -604,6 +629,7 @@ mod tests {
             optimizer_steps: 0,
             streams: RunStreams::new(0, []),
             config: serde_json::Value::Null,
+            world: None,
             files: BTreeMap::new(),
         };
         save_checkpoint(dir, &state, &model, None, &optimizer, None).unwrap()

@@ -42,6 +42,7 @@ impl<P: Policy> Trainer<P> {
             optimizer_steps: self.learner.optimizer_steps,
             streams: self.streams.clone(),
             config: serde_json::to_value(&self.config).unwrap_or_default(),
+            world: Some(self.learner.world.name.clone()),
             files: self.trainer_files()?,
         };
         let path = save_checkpoint(
@@ -75,6 +76,13 @@ impl<P: Policy> Trainer<P> {
         let named = self.sync.all_gather(settled.to_string_lossy().as_bytes())?;
         let path = &PathBuf::from(String::from_utf8_lossy(&named[0]).into_owned());
         let loaded = load_checkpoint(path, self.learner.policy.clone(), adamw(&self.config))?;
+        let world = &self.learner.world.name;
+        if let Some(reason) = loaded.state.foreign_to(self.config.seed, world) {
+            return Err(Error::Checkpoint {
+                path: path.to_path_buf(),
+                reason,
+            });
+        }
         loaded
             .state
             .streams
