@@ -173,6 +173,7 @@ fn llama_cpp_serves_envrl_s_greedy_tokens_and_log_probabilities() {
         threads: 1,
         parallel: 4,
         start_timeout: Duration::from_secs(120),
+        request_timeout: Duration::from_secs(120),
     })
     .unwrap();
     server.publish(&model, 0).unwrap();
@@ -233,6 +234,7 @@ fn spawned_vllm(lora_rank: usize) -> Option<(SpawnedVllm, CausalLm, Arc<HfTokeni
         in_flight: 8,
         max_model_len: 2048,
         start_timeout: Duration::from_secs(900),
+        request_timeout: Duration::from_secs(120),
     })
     .unwrap();
     eprintln!("vLLM: started in {:.0} s", start.elapsed().as_secs_f64());

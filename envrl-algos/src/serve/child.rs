@@ -66,8 +66,9 @@ impl ChildServer {
         loop {
             if let Ok(Some(status)) = server.child.try_wait() {
                 return Err(format!(
-                    "the server exited ({status}); see {}",
-                    log.display()
+                    "the server exited ({status}); the end of {}:\n{}",
+                    log.display(),
+                    log_tail(log, LOG_LINES)
                 ));
             }
             if healthy(&agent, &server.url) {
@@ -75,13 +76,39 @@ impl ChildServer {
             }
             if start.elapsed() > timeout {
                 return Err(format!(
-                    "the server did not answer within {timeout:?}; see {}",
-                    log.display()
+                    "the server did not answer /health within {:.0} s (rollout.start_timeout_s) \
+                     and was stopped; the end of {}:\n{}",
+                    timeout.as_secs_f64(),
+                    log.display(),
+                    log_tail(log, LOG_LINES)
                 ));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+/// Lines of a server's log an error quotes.
+const LOG_LINES: usize = 12;
+
+/// The last `lines` lines of `log` (at most 4 KiB of them), indented; `(empty)` when it
+/// holds nothing, or why it cannot be read.
+fn log_tail(log: &Path, lines: usize) -> String {
+    let text = match std::fs::read(log) {
+        Ok(bytes) => {
+            String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(4096)..]).into_owned()
+        }
+        Err(e) => return format!("  (cannot read it: {e})"),
+    };
+    let kept: Vec<&str> = text.lines().rev().take(lines).collect();
+    if kept.iter().all(|l| l.trim().is_empty()) {
+        return "  (empty)".into();
+    }
+    kept.iter()
+        .rev()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl Drop for ChildServer {
@@ -132,5 +159,63 @@ pub(crate) fn check_python(python: &Path, module: &str, install: &str) -> Result
             "{} cannot import {module} ({install})",
             python.display()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell(script: &str) -> Command {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        command
+    }
+
+    #[test]
+    fn a_server_that_never_answers_is_stopped_at_its_deadline_quoting_its_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("server.log");
+        let port = free_port().unwrap();
+        let start = Instant::now();
+        let silent = shell("echo loading weights >&2; echo still loading >&2; exec sleep 60");
+        let err = match ChildServer::start(silent, port, &log, Duration::from_secs(1)) {
+            Ok(_) => panic!("a silent server was taken as started"),
+            Err(e) => e,
+        };
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(
+            err.contains("within 1 s (rollout.start_timeout_s)") && err.contains("  still loading"),
+            "{err}"
+        );
+        let failing = shell("echo ModuleNotFoundError: xllamacpp >&2; exit 3");
+        let err = match ChildServer::start(failing, port, &log, Duration::from_secs(30)) {
+            Ok(_) => panic!("a server that exited was taken as started"),
+            Err(e) => e,
+        };
+        assert!(
+            err.contains("exited") && err.contains("  ModuleNotFoundError: xllamacpp"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_log_tail_keeps_the_last_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        std::fs::write(
+            &log,
+            (0..30).map(|i| format!("line {i}\n")).collect::<String>(),
+        )
+        .unwrap();
+        let tail = log_tail(&log, 3);
+        assert_eq!(tail, "  line 27\n  line 28\n  line 29");
+        std::fs::write(&log, "\n\n").unwrap();
+        assert_eq!(log_tail(&log, 3), "  (empty)");
+        assert!(log_tail(&dir.path().join("none"), 3).contains("cannot read it"));
     }
 }

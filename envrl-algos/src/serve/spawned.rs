@@ -36,6 +36,8 @@ pub struct SpawnConfig {
     pub parallel: usize,
     /// How long a start may take.
     pub start_timeout: Duration,
+    /// How long one sampling request may take.
+    pub request_timeout: Duration,
 }
 
 impl SpawnConfig {
@@ -110,6 +112,7 @@ impl SpawnedLlamaCpp {
         let mut config = PoolConfig::new(vec![child.url.clone()], self.spawn.config.vocab_size);
         config.engine = Some(Engine::new(&LlamaCpp));
         config.in_flight = self.spawn.parallel;
+        config.timeout = self.spawn.request_timeout;
         self.server = Some((ServerPool::connect(config)?, child));
         Ok(())
     }

@@ -41,6 +41,8 @@ pub struct VllmSpawnConfig {
     pub max_model_len: usize,
     /// How long the start may take (vLLM on a CPU: about two minutes).
     pub start_timeout: Duration,
+    /// How long one sampling request may take.
+    pub request_timeout: Duration,
 }
 
 impl VllmSpawnConfig {
@@ -148,6 +150,7 @@ impl SpawnedVllm {
         let mut pool = PoolConfig::new(vec![server.url.clone()], spawn.config.vocab_size);
         pool.engine = Some(Engine::new(&Vllm));
         pool.in_flight = spawn.in_flight;
+        pool.timeout = spawn.request_timeout;
         let servers = LiveServers::new(
             ServerPool::connect(pool)?,
             PolicyFiles {

@@ -4,6 +4,7 @@
 //! loaded or any file written.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Result, bail};
 use envrl_algos::serve::redact_credentials;
@@ -31,7 +32,21 @@ pub struct RolloutConfig {
     /// Where the policy versions (adapters or full weights) of servers given by address are
     /// written: a directory every server reads at the same path.
     pub policy_dir: Option<PathBuf>,
+    /// Seconds a spawned server may take to answer `/health` after it is started [default:
+    /// 300 for llama.cpp, 900 for vLLM]; past it the server is stopped and the error quotes
+    /// the end of its log.
+    pub start_timeout_s: Option<f64>,
+    /// Seconds one sampling request may take [default: 120]. A failed request is tried on
+    /// the next server up to 3 more times (after 0.5, 1 and 2 s), so a turn whose servers
+    /// answer nothing fails within 4 × this plus 3.5 s.
+    pub request_timeout_s: Option<f64>,
 }
+
+/// The longest wait a `[rollout]` timeout accepts: a day.
+const MAX_TIMEOUT_S: f64 = 86_400.0;
+
+/// The sampling request's time limit when `request_timeout_s` is not set.
+pub(crate) const DEFAULT_REQUEST_TIMEOUT_S: f64 = 120.0;
 
 impl RolloutConfig {
     /// Refuses a `rollout.server` that cannot be used (an unknown engine, an address that is not
@@ -41,10 +56,38 @@ impl RolloutConfig {
     /// # Errors
     /// As the setting's reading.
     pub(crate) fn check(&self) -> Result<()> {
+        for (name, value) in [
+            ("start_timeout_s", self.start_timeout_s),
+            ("request_timeout_s", self.request_timeout_s),
+        ] {
+            if let Some(v) = value
+                && !(v > 0.0 && v <= MAX_TIMEOUT_S)
+            {
+                bail!(
+                    "rollout.{name} = {v}: a number of seconds above 0 and at most {MAX_TIMEOUT_S}"
+                );
+            }
+            if value.is_some() && self.server.is_none() {
+                bail!(
+                    "rollout.{name} is set but rollout.server is not: rollouts are sampled in \
+                     this process, which has no server to wait for"
+                );
+            }
+        }
         match &self.server {
             Some(server) => ServerChoice::parse(server, self.policy_dir.as_deref()).map(|_| ()),
             None => Ok(()),
         }
+    }
+
+    /// The time limit of one sampling request.
+    pub(crate) fn request_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.request_timeout_s.unwrap_or(DEFAULT_REQUEST_TIMEOUT_S))
+    }
+
+    /// The time a spawned server may take to start, `default_s` unless set.
+    pub(crate) fn start_timeout(&self, default_s: f64) -> Duration {
+        Duration::from_secs_f64(self.start_timeout_s.unwrap_or(default_s))
     }
 
     /// A one-line description of where the rollouts are sampled, for the run's log.
@@ -134,6 +177,43 @@ impl ServerChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts_are_bounded_and_need_a_server() {
+        let spawned = |start, request| RolloutConfig {
+            server: Some("spawn:llama-cpp".into()),
+            start_timeout_s: start,
+            request_timeout_s: request,
+            ..Default::default()
+        };
+        assert!(spawned(Some(30.0), Some(5.0)).check().is_ok());
+        assert_eq!(
+            spawned(None, None).request_timeout(),
+            Duration::from_secs(120)
+        );
+        assert_eq!(
+            spawned(None, Some(5.0)).request_timeout(),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            spawned(None, None).start_timeout(300.0),
+            Duration::from_secs(300)
+        );
+        for (start, request, says) in [
+            (Some(0.0), None, "rollout.start_timeout_s = 0"),
+            (None, Some(f64::NAN), "rollout.request_timeout_s = NaN"),
+            (None, Some(1e9), "at most 86400"),
+        ] {
+            let err = spawned(start, request).check().unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        let in_process = RolloutConfig {
+            request_timeout_s: Some(10.0),
+            ..Default::default()
+        };
+        let err = in_process.check().unwrap_err().to_string();
+        assert!(err.contains("rollout.server is not"), "{err}");
+    }
 
     #[test]
     fn the_server_setting_is_read_before_any_model_is_loaded() {

@@ -6,7 +6,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Result, bail};
 use envrl::PolicyServer;
@@ -67,7 +66,8 @@ pub(crate) fn policy_server(
             base_model: Some(path.to_path_buf()),
             threads,
             parallel,
-            start_timeout: Duration::from_secs(300),
+            start_timeout: rollout.start_timeout(300.0),
+            request_timeout: rollout.request_timeout(),
         })?),
         ServerChoice::SpawnVllm => Box::new(SpawnedVllm::start(VllmSpawnConfig {
             python: rollout
@@ -81,11 +81,13 @@ pub(crate) fn policy_server(
             threads,
             in_flight: parallel,
             max_model_len: 4096,
-            start_timeout: Duration::from_secs(900),
+            start_timeout: rollout.start_timeout(900.0),
+            request_timeout: rollout.request_timeout(),
         })?),
         ServerChoice::Urls { urls, policy_dir } => {
             let mut pool = PoolConfig::new(urls, lm_config.vocab_size);
             pool.in_flight = parallel;
+            pool.timeout = rollout.request_timeout();
             Box::new(LiveServers::new(
                 ServerPool::connect(pool)?,
                 PolicyFiles {
