@@ -81,8 +81,8 @@ pub use trainer::{
     read_whole, save_checkpoint, settle_checkpoint, verify_checkpoint,
 };
 pub use trainer::{
-    AuxStream, GradClip, IterationMetrics, JsonlSink, LossAggregation, MetricsSink, RunStreams,
-    TrainerConfig, TrainerConfigBuilder, metric_names,
+    AuxStream, GradClip, IterationMetrics, JsonlSink, LossAggregation, MAX_EPISODE_STEPS,
+    MAX_EPISODES, MetricsSink, RunStreams, TrainerConfig, TrainerConfigBuilder, metric_names,
 };
 pub use trajectory::{RolloutBatch, RowRef, Step, Trajectory};
 

@@ -13,6 +13,9 @@ use crate::run::envs::{EnvConfig, EnvName, RunFacts, TasksConfig};
 use crate::run::presets::Preset;
 use crate::run::rollout_config::RolloutConfig;
 
+
+/// The most tasks a split may hold.
+pub const MAX_TASKS: usize = 1_000_000;
 /// Where fetched registry models live: `$ENVRL_MODELS`, else `~/.cache/envrl-models`.
 pub fn models_dir() -> PathBuf {
     std::env::var_os("ENVRL_MODELS")
@@ -341,7 +344,8 @@ impl RunConfig {
         Ok(config)
     }
 
-    /// Checks what the types do not: names inside fields and the trainer's values.
+    /// Checks what the types do not: names inside fields, the trainer's values and the sizes'
+    /// bounds.
     pub(crate) fn validate(&self) -> Result<()> {
         self.env.check(&self.facts())?;
         if self.lora.rank > 0 && !(self.lora.alpha.is_finite() && self.lora.alpha > 0.0) {
@@ -375,6 +379,12 @@ impl RunConfig {
         ] {
             if value == 0 {
                 bail!("{field} must be at least 1, got 0");
+            }
+            if value > MAX_TASKS {
+                bail!(
+                    "{field} = {value}: at most {MAX_TASKS} tasks a split (ALFWorld has 3,553 \
+                     training games, WebShop 6,910 goals)"
+                );
             }
         }
         Ok(())

@@ -312,7 +312,7 @@ impl Run<'_> {
         } else if resume_from.is_none() && self.trains() {
             let demonstrate = &setup.demonstrate;
             let demonstrations = loaded.demonstrations;
-            let model = self.warm_start(loaded.model, || {
+            let model = self.warm_start(loaded.model, &loaded.lm, || {
                 demonstrations
                     .unwrap_or_else(|| demonstrate(tokenizer.as_ref(), config.warmup.episodes))
             })?;
@@ -405,10 +405,12 @@ impl Run<'_> {
     fn warm_start(
         &self,
         model: envrl_algos::CausalLm,
+        lm: &envrl_algos::LmConfig,
         demonstrations: impl FnOnce() -> Vec<envrl::Demonstration>,
     ) -> Result<envrl_algos::CausalLm> {
         let warm_start = warm_start::WarmStart {
             config: self.config,
+            lm,
             dir: &self.options.output_dir,
             quiet: self.options.quiet,
             start: self.start,

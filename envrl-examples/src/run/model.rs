@@ -27,6 +27,8 @@ pub(crate) struct LoadedModel {
     /// A pretrained model's architecture and tokenizer, which a rollout server is given (so
     /// the model is read once).
     pub pretrained: Option<(LmConfig, Arc<HfTokenizer>)>,
+    /// The model's architecture.
+    pub lm: LmConfig,
 }
 
 impl LoadedModel {
@@ -71,6 +73,7 @@ pub(crate) fn load(
                 demonstrations,
                 word_tokenizer: Some(tokenizer),
                 pretrained: None,
+                lm: lm_config,
             }
         }
         ModelSource::Gguf(path) | ModelSource::HfDir(path) => {
@@ -82,6 +85,7 @@ pub(crate) fn load(
                 model: pretrained.model,
                 demonstrations: None,
                 word_tokenizer: None,
+                lm: pretrained.config.clone(),
                 pretrained: Some((pretrained.config, tokenizer)),
             }
         }

@@ -8,8 +8,8 @@ use std::time::Instant;
 use anyhow::Result;
 use burn::module::Module;
 use burn::store::ModuleRecord;
-use envrl::{BehaviourCloning, Demonstration, ScoreRow};
-use envrl_algos::CausalLm;
+use envrl::{BehaviourCloning, Demonstration, ScoreRow, available_memory, shortfall};
+use envrl_algos::{CausalLm, LmConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -30,6 +30,8 @@ pub(crate) struct WarmStart<'a> {
     pub quiet: bool,
     /// When the run started, for the log lines.
     pub start: Instant,
+    /// The model's architecture (what a step's activations take).
+    pub lm: &'a LmConfig,
 }
 
 impl WarmStart<'_> {
@@ -60,6 +62,13 @@ impl WarmStart<'_> {
         let won = demos.iter().filter(|d| d.won).count();
         let rows: Vec<ScoreRow> = demos.into_iter().flat_map(|d| d.rows).collect();
         warn_long_responses(&rows, self.config.trainer.sampling.max_new_tokens);
+        let longest = rows.iter().map(|r| r.context.len() + r.target.len()).max();
+        ensure_warm_start_fits(
+            self.lm,
+            warmup.batch_size,
+            longest.unwrap_or(0),
+            available_memory(),
+        )?;
         let progress = progress_bar(warmup.steps, self.quiet, "warm start");
         let bc = BehaviourCloning {
             steps: warmup.steps,
@@ -106,6 +115,30 @@ impl WarmStart<'_> {
     }
 }
 
+/// Refuses a warm start whose steps cannot fit in `available` bytes: a batch of
+/// `batch_size` rows padded to the `longest` demonstration row (prompt and reply).
+///
+/// # Errors
+/// Naming `warmup.batch_size`, the longest row and the sizes.
+fn ensure_warm_start_fits(
+    lm: &LmConfig,
+    batch_size: usize,
+    longest: usize,
+    available: Option<u64>,
+) -> Result<()> {
+    let what = format!(
+        "the warm start's steps (warmup.batch_size = {batch_size} rows of up to {longest} \
+         tokens, the longest demonstration's prompt and reply: their attention scores and logits)"
+    );
+    match shortfall(&what, lm.training_step_bytes(batch_size, longest), available) {
+        Some(reason) => anyhow::bail!(
+            "the warm start cannot fit in memory: {reason}; lower warmup.batch_size or shorten \
+             the prompts (env.prompt = \"compact\", smaller rooms)"
+        ),
+        None => Ok(()),
+    }
+}
+
 /// Loads the warm start saved at `path` into `model`, reading the file whole (a run never
 /// depends on another run's file after loading).
 ///
@@ -135,5 +168,26 @@ fn warn_long_responses(rows: &[ScoreRow], max_new_tokens: usize) {
              the policy cannot finish them",
             rows.len()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_warm_start_whose_steps_cannot_fit_is_refused_naming_the_batch() {
+        let config = RunConfig::cpu_tiny(crate::run::envs::EnvName::Sokoban).unwrap();
+        let lm = config.tiny.lm_config(200);
+        assert!(ensure_warm_start_fits(&lm, 16, 600, Some(24 << 30)).is_ok());
+        // A 64×64 room's prompt: tens of thousands of tokens a row.
+        let err = ensure_warm_start_fits(&lm, 16, 30_000, Some(24 << 30))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("warmup.batch_size = 16") && err.contains("30000 tokens"),
+            "{err}"
+        );
+        assert!(ensure_warm_start_fits(&lm, 16, 30_000, None).is_ok());
     }
 }

@@ -7,6 +7,12 @@ use crate::error::{Error, Result};
 use crate::policy::{RolloutWeights, SamplingParams};
 use crate::trainer::{GradClip, LossAggregation};
 
+/// The most episodes an evaluation, or one iteration's groups, may play.
+pub const MAX_EPISODES: usize = 1_000_000;
+
+/// The most steps an episode may take (the benchmarks take 15 to 50).
+pub const MAX_EPISODE_STEPS: usize = 100_000;
+
 /// The settings of a training run that do not depend on the algorithm.
 ///
 /// The default is [`TrainerConfig::small_world`], sized for a small text world and a tiny model
@@ -238,7 +244,9 @@ impl TrainerConfig {
         Ok(config)
     }
 
-    /// Checks every field.
+    /// Checks every field, and bounds the sizes that set the work and memory of an iteration
+    /// ([`MAX_EPISODES`] episodes an evaluation or iteration plays, [`MAX_EPISODE_STEPS`] steps
+    /// an episode takes).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] when a count that must be positive is 0
@@ -262,6 +270,21 @@ impl TrainerConfig {
         for (field, value) in positive {
             if value == 0 {
                 return Err(Error::config(field, "must be at least 1, got 0"));
+            }
+        }
+        let episodes_per_iteration = self.groups.checked_mul(self.group_size);
+        let bounded = [
+            ("eval_episodes", Some(self.eval_episodes), MAX_EPISODES),
+            ("groups × group_size", episodes_per_iteration, MAX_EPISODES),
+            ("max_steps", Some(self.max_steps), MAX_EPISODE_STEPS),
+        ];
+        for (field, value, most) in bounded {
+            if value.is_none_or(|v| v > most) {
+                let got = value.map_or("more than usize holds".into(), |v| v.to_string());
+                return Err(Error::config(
+                    field,
+                    format!("must be at most {most} (a bound on the work and memory), got {got}"),
+                ));
             }
         }
         if self.seed > i64::MAX as u64 {

@@ -42,7 +42,7 @@ pub use checkpoint::{
 };
 #[cfg(feature = "burn")]
 pub(crate) use checkpoint::{decode_trainer_file, encode_trainer_file};
-pub use config::{TrainerConfig, TrainerConfigBuilder};
+pub use config::{MAX_EPISODE_STEPS, MAX_EPISODES, TrainerConfig, TrainerConfigBuilder};
 #[cfg(feature = "burn")]
 pub use crash_point::{CHECKPOINT_STEPS, CRASH_AT_VAR};
 #[cfg(feature = "burn")]
