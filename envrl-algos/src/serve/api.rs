@@ -95,7 +95,9 @@ pub const MIN_SAMPLED_LOGPROB: f32 = -1000.0;
 /// Checks a server's answer against the request and makes it a [`Generation`]: every id below
 /// `vocab_size`, one log-probability per token (at most 0, or NaN where the engine did not
 /// report it; never infinite, never below [`MIN_SAMPLED_LOGPROB`]), no more than
-/// `max_new_tokens` tokens, and the response cut after its first stop token (an engine that
+/// `max_new_tokens` tokens, at least one unless the engine says it stopped (at its own
+/// end-of-sequence, which some engines do not return), and the response cut after its first
+/// stop token (an engine that
 /// ends at its own end-of-sequence without returning it gets nothing appended).
 ///
 /// # Errors
@@ -116,6 +118,11 @@ pub fn finish(
             tokens.len(),
             logprobs.len()
         ));
+    }
+    if tokens.is_empty() && !stopped && request.max_new_tokens > 0 {
+        return Err(
+            "no tokens and no stop: a reply that did not stop has at least one token".into(),
+        );
     }
     if tokens.len() > request.max_new_tokens {
         return Err(format!(

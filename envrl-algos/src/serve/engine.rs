@@ -158,6 +158,13 @@ mod tests {
         assert!(err(served(&[4], &[0.5])).contains("log-probability 0.5"));
         assert!(err(served(&[4], &[-1e30])).contains("which no sampled token has"));
         assert!(finish(served(&[4], &[-999.0]), &r, 10).is_ok());
+        // Nothing at all is refused; nothing after a stop is an end-of-sequence not returned.
+        assert!(err(served(&[], &[])).contains("no tokens and no stop"));
+        let stopped_at_once = ServedTokens {
+            stopped: true,
+            ..served(&[], &[])
+        };
+        assert!(finish(stopped_at_once, &r, 10).unwrap().tokens.is_empty());
     }
 
     #[test]

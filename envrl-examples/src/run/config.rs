@@ -13,7 +13,6 @@ use crate::run::envs::{EnvConfig, EnvName, RunFacts, TasksConfig};
 use crate::run::presets::Preset;
 use crate::run::rollout_config::RolloutConfig;
 
-
 /// The most tasks a split may hold.
 pub const MAX_TASKS: usize = 1_000_000;
 /// Where fetched registry models live: `$ENVRL_MODELS`, else `~/.cache/envrl-models`.
@@ -357,6 +356,7 @@ impl RunConfig {
         self.trainer.validate()?;
         self.algorithm.validate()?;
         self.rollout.check()?;
+        self.check_sampler_settings()?;
         let w = &self.warmup;
         if w.batch_size == 0 {
             bail!("warmup.batch_size must be at least 1, got 0");
@@ -385,6 +385,43 @@ impl RunConfig {
                     "{field} = {value}: at most {MAX_TASKS} tasks a split (ALFWorld has 3,553 \
                      training games, WebShop 6,910 goals)"
                 );
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses sampler settings that cannot take effect: a rollout server for the tiny model
+    /// (the engines cannot load its word tokenizer), `recompute_old_logprobs = false` with a
+    /// server (a server's rollouts are always rescored with the learner's weights), and a
+    /// `rollout_is_cap` where nothing is rescored (the learner sampled with its own weights).
+    fn check_sampler_settings(&self) -> Result<()> {
+        let t = &self.trainer;
+        match &self.rollout.server {
+            Some(server) => {
+                if self.model == ModelSource::Tiny {
+                    bail!(
+                        "rollout.server = {:?} needs a pretrained model (`--model`): the engines \
+                         cannot load the tiny model's word tokenizer",
+                        envrl_algos::serve::redact_credentials(server)
+                    );
+                }
+                if t.recompute_old_logprobs == Some(false) {
+                    bail!(
+                        "trainer.recompute_old_logprobs = false with rollout.server: a server's \
+                         rollouts are always rescored with the learner's weights; remove the \
+                         setting"
+                    );
+                }
+            }
+            None => {
+                if t.rollout_is_cap.is_some() && !t.recomputes_old_logprobs() {
+                    bail!(
+                        "trainer.rollout_is_cap is set but nothing is rescored: the learner \
+                         samples with its own f32 weights, so every weight would be 1; it \
+                         applies with a rollout.server, rollout_weights = \"bf16\" or \"int8\", \
+                         or max_staleness = 1"
+                    );
+                }
             }
         }
         Ok(())
@@ -610,6 +647,32 @@ mod tests {
             .unwrap();
         assert_eq!(changed.trainer.learning_rate, 0.5);
         assert_eq!(changed.tasks.train, 7);
+    }
+
+    #[test]
+    fn sampler_settings_that_cannot_take_effect_are_refused() {
+        let keydoor = || RunConfig::cpu_tiny(Keydoor).unwrap();
+        let refused = |sets: &[&str]| {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            keydoor().with_overrides(&sets).unwrap_err().to_string()
+        };
+        let err = refused(&["rollout.server=spawn:llama-cpp"]);
+        assert!(err.contains("needs a pretrained model"), "{err}");
+        let err = refused(&["trainer.rollout_is_cap=2"]);
+        assert!(err.contains("nothing is rescored"), "{err}");
+        let rescored = [
+            "trainer.rollout_is_cap=2",
+            "trainer.rollout_weights=\"bf16\"",
+        ];
+        let sets: Vec<String> = rescored.iter().map(|s| s.to_string()).collect();
+        assert!(keydoor().with_overrides(&sets).is_ok());
+        let mut served = keydoor();
+        served.model = ModelSource::Gguf("model.gguf".into());
+        served.rollout.server = Some("spawn:llama-cpp".into());
+        assert!(served.validate().is_ok());
+        served.trainer.recompute_old_logprobs = Some(false);
+        let err = served.validate().unwrap_err().to_string();
+        assert!(err.contains("always rescored"), "{err}");
     }
 
     #[test]

@@ -130,7 +130,11 @@ fn ensure_warm_start_fits(
         "the warm start's steps (warmup.batch_size = {batch_size} rows of up to {longest} \
          tokens, the longest demonstration's prompt and reply: their attention scores and logits)"
     );
-    match shortfall(&what, lm.training_step_bytes(batch_size, longest), available) {
+    match shortfall(
+        &what,
+        lm.training_step_bytes(batch_size, longest),
+        available,
+    ) {
         Some(reason) => anyhow::bail!(
             "the warm start cannot fit in memory: {reason}; lower warmup.batch_size or shorten \
              the prompts (env.prompt = \"compact\", smaller rooms)"

@@ -62,13 +62,8 @@ impl LmConfig {
     /// least: one layer's attention scores and probabilities (`rows × heads × positions²`) and
     /// the logits with their gradient (`rows × positions × vocab`), f32.
     pub fn training_step_bytes(&self, rows: usize, positions: usize) -> u128 {
-        let [rows, positions, heads, vocab] = [
-            rows,
-            positions,
-            self.num_attention_heads,
-            self.vocab_size,
-        ]
-        .map(|n| n as u128);
+        let [rows, positions, heads, vocab] =
+            [rows, positions, self.num_attention_heads, self.vocab_size].map(|n| n as u128);
         let attention = rows * heads * positions * positions * 4 * 2;
         let logits = rows * positions * vocab * 4 * 2;
         attention + logits
