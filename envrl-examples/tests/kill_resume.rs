@@ -2,8 +2,9 @@
 //! uninterrupted run ends: same metrics, same evaluation, same parameters, with both EnvRL
 //! objectives and the gradient diagnostics on (their random streams and step counter resume too).
 //! The fault-injection test kills one run at every step of a checkpoint write (the crash points
-//! of `envrl::CHECKPOINT_STEPS`), after an iteration's metrics, and at seeded random moments,
-//! resuming it each time.
+//! of `envrl::CHECKPOINT_STEPS`), after an iteration's metrics, and at seeded moments inside
+//! its own progress (a fraction of an iteration after its first new record, so that machine
+//! load moves no kill out of the run), resuming it each time.
 #![allow(missing_docs)]
 
 use std::path::Path;
@@ -145,8 +146,26 @@ fn killed_and_resumed_equals_uninterrupted(extra: &[&str]) {
 enum Kill {
     /// Aborted (as by SIGKILL) on the `visit`-th time it reaches a crash point.
     At(&'static str, usize),
-    /// SIGKILLed this long after it started.
-    After(Duration),
+    /// SIGKILLed once it has recorded its first iteration past its checkpoint, this fraction
+    /// of an iteration later: a moment inside the run's own progress, however long it took to
+    /// start on a loaded machine.
+    During(f64),
+}
+
+/// The iteration of the newest record in `dir`'s metrics (`None` before the first).
+fn newest_iteration(dir: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).ok()?;
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|r| r["iteration"].as_u64())
+        .max()
+}
+
+/// The iteration the newest good checkpoint in `dir` continues from (0 without one).
+fn resumes_at(dir: &Path) -> u64 {
+    envrl::latest_checkpoint(&dir.join("checkpoints"))
+        .and_then(|p| p.file_name()?.to_str()?.strip_prefix("ckpt-")?.parse().ok())
+        .unwrap_or(0)
 }
 
 #[test]
@@ -181,7 +200,8 @@ fn a_run_killed_at_every_step_of_a_checkpoint_write_and_at_seeded_moments_equals
         .map(|point| Kill::At(point, 1))
         .collect();
     let crash_points = kills.len();
-    kills.extend((0..6).map(|_| Kill::After(run_time.mul_f64(rng.random_range(0.05..0.3)))));
+    kills.extend((0..6).map(|_| Kill::During(rng.random_range(0.0..0.8))));
+    let iteration_time = run_time / ITERATIONS as u32;
 
     let (mut delivered, mut resumes) = (0, 0);
     for kill in kills {
@@ -201,9 +221,28 @@ fn a_run_killed_at_every_step_of_a_checkpoint_write_and_at_seeded_moments_equals
                 .env(envrl::CRASH_AT_VAR, format!("{point}:{visit}"))
                 .status()
                 .unwrap(),
-            Kill::After(delay) => {
+            Kill::During(fraction) => {
+                // Only where at least four iterations remain: the kill then lands in the run.
+                let from = resumes_at(&killed);
+                if from + 4 > ITERATIONS as u64 {
+                    break;
+                }
                 let mut child = command.spawn().unwrap();
-                std::thread::sleep(delay);
+                let waited = Instant::now();
+                // First the run cuts its metrics back to the checkpoint (records a killed run
+                // wrote after it go), then it records the checkpoint's iteration anew.
+                let phases: [&dyn Fn(Option<u64>) -> bool; 2] =
+                    [&|newest| newest.is_none_or(|i| i < from), &|newest| {
+                        newest.is_some_and(|i| i >= from)
+                    }];
+                for reached in phases {
+                    while !reached(newest_iteration(&killed)) && child.try_wait().unwrap().is_none()
+                    {
+                        assert!(waited.elapsed() < Duration::from_secs(600), "no progress");
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+                std::thread::sleep(iteration_time.mul_f64(fraction));
                 let _ = child.kill(); // SIGKILL; fails only when the run already ended
                 child.wait().unwrap()
             }
