@@ -63,7 +63,8 @@ struct Step {
 fn every_recorded_episode_replays_byte_for_byte() {
     let lines = read_lines(&data("episodes.jsonl.zst"));
     assert!(lines.len() >= 300, "{} episodes", lines.len());
-    let prompt = SokobanPrompt::default();
+    // Recorded before verl-agent's fix of "observaitons" (2025-10-02).
+    let prompt = SokobanPrompt::with_style(envrl_envs::PromptStyle::VerlAgent);
     let (mut steps, mut wins, mut solved) = (0, 0, 0);
     for (n, line) in lines.iter().enumerate() {
         let episode: Episode = serde_json::from_str(line).unwrap();

@@ -4,10 +4,16 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PromptStyle {
-    /// verl-agent's templates, byte for byte (the paper's setting); the expert's reply gives a
-    /// one-sentence rationale.
+    /// verl-agent's templates as of 2025-07, byte for byte, typo "observaitons" included (the
+    /// paper's setting, and what every recorded run and golden transcript uses); the expert's
+    /// reply gives a one-sentence rationale.
     #[default]
     VerlAgent,
+    /// verl-agent's templates after its 2025-10-02 fix of "observaitons" to "observations"
+    /// (`verl-agent-2025-10`), otherwise identical (WebShop's never had the typo); Sokoban's
+    /// default.
+    #[serde(rename = "verl-agent-2025-10")]
+    VerlAgentOct2025,
     /// The same facts without the instructions, for small from-scratch models that cannot use
     /// them: `Task:`, the remembered steps, `Now:` and the admissible actions joined by ` | `;
     /// the expert's reply leaves `<think></think>` empty. About 40 % of the verl-agent prompt's
@@ -17,13 +23,22 @@ pub enum PromptStyle {
 
 impl PromptStyle {
     /// Every style.
-    pub const ALL: [PromptStyle; 2] = [Self::VerlAgent, Self::Compact];
+    pub const ALL: [PromptStyle; 3] = [Self::VerlAgent, Self::VerlAgentOct2025, Self::Compact];
 
-    /// The style's name in configs: `verl-agent` or `compact`.
+    /// The style's name in configs: `verl-agent`, `verl-agent-2025-10` or `compact`.
     pub fn name(self) -> &'static str {
         match self {
             Self::VerlAgent => "verl-agent",
+            Self::VerlAgentOct2025 => "verl-agent-2025-10",
             Self::Compact => "compact",
+        }
+    }
+
+    /// How a verl-agent template spells "observations" in its history sentence.
+    pub fn observations_word(self) -> &'static str {
+        match self {
+            Self::VerlAgent => "observaitons",
+            Self::VerlAgentOct2025 | Self::Compact => "observations",
         }
     }
 

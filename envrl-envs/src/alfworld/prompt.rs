@@ -46,10 +46,10 @@ impl AlfworldPrompt {
     /// one-sentence rationale that does not restate the task; the compact style's is empty.
     pub fn expert_response(&self, action: &str) -> String {
         match self.style {
-            PromptStyle::VerlAgent => {
+            PromptStyle::Compact => format!("<think></think><action>{action}</action>"),
+            PromptStyle::VerlAgent | PromptStyle::VerlAgentOct2025 => {
                 format!("<think>The next step is to {action}.</think><action>{action}</action>")
             }
-            PromptStyle::Compact => format!("<think></think><action>{action}</action>"),
         }
     }
 
@@ -99,6 +99,7 @@ impl PromptBuilder for AlfworldPrompt {
         }
         let (lines, shown) = recent_history(history, self.history_length);
         ALFWORLD_TEMPLATE
+            .replace("observaitons", self.style.observations_word())
             .replace("{task_description}", &observation.task)
             .replace("{step_count}", &history.len().to_string())
             .replace("{history_length}", &shown.to_string())

@@ -25,10 +25,12 @@ pub struct SokobanPrompt {
 }
 
 impl Default for SokobanPrompt {
+    /// verl-agent's current templates ([`PromptStyle::VerlAgentOct2025`]); the recorded
+    /// transcripts use [`PromptStyle::VerlAgent`].
     fn default() -> Self {
         Self {
             history_length: 2,
-            style: PromptStyle::VerlAgent,
+            style: PromptStyle::VerlAgentOct2025,
         }
     }
 }
@@ -47,7 +49,7 @@ impl SokobanPrompt {
     /// style's is empty.
     pub fn expert_response(&self, action: &str) -> String {
         match self.style {
-            PromptStyle::VerlAgent => format!(
+            PromptStyle::VerlAgent | PromptStyle::VerlAgentOct2025 => format!(
                 "<think>Moving {action} follows a shortest plan that puts every box on a target.</think><action>{action}</action>"
             ),
             PromptStyle::Compact => format!("<think></think><action>{action}</action>"),
@@ -101,8 +103,9 @@ impl PromptBuilder for SokobanPrompt {
             .collect();
         let (lines, shown) = recent_history(&named, self.history_length);
         format!(
-            "{HEADER}Prior to this step, you have already taken {} step(s). Below are the most recent {shown} observaitons and the corresponding actions you took: {lines}\nYou are now at step {} and your current observation is:\n{}{FOOTER}",
+            "{HEADER}Prior to this step, you have already taken {} step(s). Below are the most recent {shown} {} and the corresponding actions you took: {lines}\nYou are now at step {} and your current observation is:\n{}{FOOTER}",
             history.len(),
+            self.style.observations_word(),
             history.len() + 1,
             observation.text
         )
@@ -146,6 +149,28 @@ fn project(response: &str) -> (Move, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_current_templates_differ_from_the_recorded_ones_by_the_fixed_word_alone() {
+        let observation = Observation {
+            task: "push".into(),
+            text: "#\t#\t#".into(),
+            admissible: Vec::new(),
+        };
+        let history = [HistoryEntry {
+            observation: "#\t_\t#".into(),
+            action: "up".into(),
+        }];
+        let old = SokobanPrompt::with_style(PromptStyle::VerlAgent);
+        let new = SokobanPrompt::default();
+        assert_eq!(new.style, PromptStyle::VerlAgentOct2025);
+        for t in [0, 1] {
+            let recorded = old.build(&observation, &history[..t], t);
+            let current = new.build(&observation, &history[..t], t);
+            assert_eq!(current, recorded.replace("observaitons", "observations"));
+            assert_eq!(current.contains("most recent 1 observations"), t == 1);
+        }
+    }
 
     #[test]
     fn the_projection_takes_the_first_named_direction() {

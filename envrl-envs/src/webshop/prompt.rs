@@ -79,17 +79,19 @@ impl WebShopPrompt {
     pub fn expert_response(&self, action: &str) -> String {
         let why = match self.style {
             PromptStyle::Compact => "",
-            PromptStyle::VerlAgent if action.starts_with("search[") => {
+            _ if action.starts_with("search[") => {
                 "I search for the item I need."
             }
-            PromptStyle::VerlAgent if action == "click[buy now]" => {
+            _ if action == "click[buy now]" => {
                 "The options match, so I buy it."
             }
-            PromptStyle::VerlAgent if action == "click[next >]" => "The item is not on this page.",
-            PromptStyle::VerlAgent if is_product_click(action) => {
+            _ if action == "click[next >]" => "The item is not on this page.",
+            _ if is_product_click(action) => {
                 "This product matches the instruction."
             }
-            PromptStyle::VerlAgent => "I choose the option the instruction asks for.",
+            PromptStyle::VerlAgent | PromptStyle::VerlAgentOct2025 => {
+                "I choose the option the instruction asks for."
+            }
         };
         format!("<think>{why}</think><action>{action}</action>")
     }

@@ -724,7 +724,7 @@ mod tests {
             .unwrap_err();
         // The enum's variants, listed by serde.
         assert!(
-            format!("{err:#}").contains("`verl-agent` or `compact`"),
+            format!("{err:#}").contains("`verl-agent`, `verl-agent-2025-10`, `compact`"),
             "{err:#}"
         );
         let err = RunConfig::cpu_tiny(Alfworld)

@@ -17,7 +17,9 @@ use crate::run::presets::Preset;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SokobanSettings {
-    /// The prompt's wording: `verl-agent` (the default) or `compact`.
+    /// The prompt's wording: `verl-agent-2025-10` (verl-agent's current templates, the
+    /// default), `verl-agent` (before its 2025-10-02 fix of "observaitons", for reproducing
+    /// older runs) or `compact`.
     pub prompt: PromptStyle,
     /// Rows of a room, walls included.
     pub rows: usize,
@@ -33,7 +35,7 @@ impl Default for SokobanSettings {
     fn default() -> Self {
         let rooms = SokobanConfig::default();
         Self {
-            prompt: PromptStyle::default(),
+            prompt: SokobanPrompt::default().style,
             rows: rooms.rows,
             cols: rooms.cols,
             boxes: rooms.boxes,
