@@ -79,16 +79,10 @@ impl WebShopPrompt {
     pub fn expert_response(&self, action: &str) -> String {
         let why = match self.style {
             PromptStyle::Compact => "",
-            _ if action.starts_with("search[") => {
-                "I search for the item I need."
-            }
-            _ if action == "click[buy now]" => {
-                "The options match, so I buy it."
-            }
+            _ if action.starts_with("search[") => "I search for the item I need.",
+            _ if action == "click[buy now]" => "The options match, so I buy it.",
             _ if action == "click[next >]" => "The item is not on this page.",
-            _ if is_product_click(action) => {
-                "This product matches the instruction."
-            }
+            _ if is_product_click(action) => "This product matches the instruction.",
             PromptStyle::VerlAgent | PromptStyle::VerlAgentOct2025 => {
                 "I choose the option the instruction asks for."
             }
