@@ -36,23 +36,22 @@ def expect(got, want, where):
         raise AssertionError(f"{where}:\n  served   {got!r}\n  recorded {want!r}")
 
 
-ALFWORLD_FILES = [
-    "valid_unseen_golden.jsonl",
-    "valid_unseen_all_walk_random.shard0.jsonl.zst",
-    "valid_unseen_all_walk_random.shard1.jsonl.zst",
-    "quirks_replay.jsonl",
-    "lamp_replay.jsonl",
-    "slice_replay.jsonl",
-    "floor_replay.jsonl",
-]
+def alfworld_transcripts(golden):
+    """The golden ALFWorld transcript files (not the `*_actions.jsonl` inputs of the replays)."""
+    kinds = ("_golden.jsonl", "_replay.jsonl", ".jsonl.zst")
+    files = sorted(p for p in Path(golden).iterdir() if p.name.endswith(kinds))
+    if not files:
+        raise AssertionError(f"no golden transcript in {golden}")
+    return files
 
 
 def alfworld(env, _url, golden):
     """Every golden ALFWorld transcript: observation, admissible commands, won, done and the
     reward (10 on the winning step) of every step."""
     episodes = steps = 0
-    for name in ALFWORLD_FILES:
-        for episode in read_jsonl(f"{golden}/{name}"):
+    for path in alfworld_transcripts(golden):
+        name = path.name
+        for episode in read_jsonl(path):
             game, recorded = episode["game"], episode["steps"]
             result = env.reset(name=game, view="raw", max_steps=episode["max_steps"])
             was_won = False
