@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python package: lints of the PyO3 crate, the abi3 wheel built with maturin, installed into
 # a fresh virtual environment, and its pytest suite (golden replays through the Python API,
-# bad input, pickling, threads, the verl-agent drop-in).
+# bad input, pickling, threads, the verl-agent drop-in, gymnasium's interfaces).
 #
 #   scripts/python-check.sh
 #
@@ -25,6 +25,6 @@ trap 'rm -rf "$work"' EXIT
 (cd envrl-python && "$TOOLS/bin/maturin" build --release --out "$work/wheels")
 
 "$PYTHON" -m venv "$work/venv"
-"$work/venv/bin/pip" install --quiet "$work"/wheels/envrl-*.whl pytest numpy zstandard
+"$work/venv/bin/pip" install --quiet "$work"/wheels/envrl-*.whl pytest numpy zstandard "gymnasium==1.4.0"
 cd envrl-python/tests
 "$work/venv/bin/python" -m pytest -q

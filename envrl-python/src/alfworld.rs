@@ -442,14 +442,19 @@ impl AlfWorldVecEnv {
     }
 
     /// Starts an episode in every environment: `games[i]` (index or name) for environment `i`,
-    /// or games drawn from each environment's stream. Returns `(observations, infos)`.
-    #[pyo3(signature = (games=None))]
+    /// or games drawn from each environment's stream — reseeded first with `seed` when given,
+    /// environment `i` with `seed + i // group_n`. Returns `(observations, infos)`.
+    #[pyo3(signature = (games=None, seed=None))]
     fn reset<'py>(
         slf: &Bound<'py, Self>,
         games: Option<Vec<Bound<'py, PyAny>>>,
+        seed: Option<u64>,
     ) -> PyResult<(Vec<String>, Vec<Bound<'py, PyDict>>)> {
         guard(|| {
             let core = &mut exclusive(slf)?.core;
+            if let Some(seed) = seed {
+                core.reseed_streams(seed);
+            }
             let chosen = games.map(|g| core.choices(&g)).transpose()?;
             core.reset(slf.py(), chosen)
         })
@@ -457,9 +462,15 @@ impl AlfWorldVecEnv {
 
     /// Plays one command in every environment. Returns lists of observations, rewards,
     /// `terminated`, `truncated` and infos; an environment whose episode has ended repeats its
-    /// last observation with reward 0.
-    fn step<'py>(slf: &Bound<'py, Self>, actions: &Bound<'py, PyAny>) -> PyResult<BatchStep<'py>> {
-        guard(|| exclusive(slf)?.core.step_all(slf.py(), actions))
+    /// last observation with reward 0, or with `autoreset=True` starts its next game (drawn
+    /// from its stream) and returns its first observation (gymnasium's next-step autoreset).
+    #[pyo3(signature = (actions, autoreset=false))]
+    fn step<'py>(
+        slf: &Bound<'py, Self>,
+        actions: &Bound<'py, PyAny>,
+        autoreset: bool,
+    ) -> PyResult<BatchStep<'py>> {
+        guard(|| exclusive(slf)?.core.step_all(slf.py(), actions, autoreset))
     }
 
     /// The admissible commands of every environment now.

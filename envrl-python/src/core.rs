@@ -198,6 +198,15 @@ impl<B: Binding> Core<B> {
         }
     }
 
+    /// Reseeds environment `i`'s stream with `seed + i // group_n`, as the constructor seeds
+    /// them (the batched classes' `reset(seed=…)`).
+    pub fn reseed_streams(&mut self, seed: u64) {
+        for (i, entry) in self.entries.iter_mut().enumerate() {
+            let stream = seed.wrapping_add((i / self.group_n) as u64);
+            entry.rng = ChaCha8Rng::seed_from_u64(stream);
+        }
+    }
+
     /// One choice per environment from the user's list, each checked.
     pub fn choices(&self, given: &[Bound<'_, PyAny>]) -> PyResult<Vec<usize>> {
         let n = self.len();
@@ -285,12 +294,15 @@ impl<B: Binding> Core<B> {
         ))
     }
 
-    /// Plays one action in every environment, in parallel; an environment whose episode has
-    /// ended repeats its last observation with reward 0.
+    /// Plays one action in every environment, in parallel. An environment whose episode has
+    /// ended repeats its last observation with reward 0, or with `autoreset` (gymnasium's
+    /// next-step mode) ignores its action and starts its next episode, drawn from its stream:
+    /// the step returns that episode's first observation, reward 0, not terminated.
     pub fn step_all<'py>(
         &mut self,
         py: Python<'py>,
         actions: &Bound<'py, PyAny>,
+        autoreset: bool,
     ) -> PyResult<BatchStep<'py>> {
         let actions = crate::action_texts(actions, self.len())?;
         self.ensure_started()?;
@@ -299,7 +311,16 @@ impl<B: Binding> Core<B> {
             entries
                 .par_iter_mut()
                 .zip(actions.par_iter())
-                .map(|(entry, action)| entry.step(binding, action))
+                .map(|(entry, action)| {
+                    let ended = entry.last.as_ref().is_some_and(Stepped::ended);
+                    if autoreset && ended {
+                        let choice = binding.draw(&mut entry.rng);
+                        entry.start(binding, choice);
+                        entry.last.clone().expect("just started")
+                    } else {
+                        entry.step(binding, action)
+                    }
+                })
                 .collect()
         });
         let n = steps.len();

@@ -396,14 +396,19 @@ impl WebShopVecEnv {
     }
 
     /// Starts a session in every environment: `goals[i]` for environment `i`, or goals of
-    /// the split drawn from each environment's stream. Returns `(observations, infos)`.
-    #[pyo3(signature = (goals=None))]
+    /// the split drawn from each environment's stream — reseeded first with `seed` when given,
+    /// environment `i` with `seed + i // group_n`. Returns `(observations, infos)`.
+    #[pyo3(signature = (goals=None, seed=None))]
     fn reset<'py>(
         slf: &Bound<'py, Self>,
         goals: Option<Vec<Bound<'py, PyAny>>>,
+        seed: Option<u64>,
     ) -> PyResult<(Vec<String>, Vec<Bound<'py, PyDict>>)> {
         guard(|| {
             let core = &mut exclusive(slf)?.core;
+            if let Some(seed) = seed {
+                core.reseed_streams(seed);
+            }
             let chosen = goals.map(|g| core.choices(&g)).transpose()?;
             core.reset(slf.py(), chosen)
         })
@@ -411,9 +416,16 @@ impl WebShopVecEnv {
 
     /// Plays one action in every environment. Returns lists of observations, rewards
     /// (purchase scores), `terminated`, `truncated` and infos; an environment whose episode
-    /// has ended repeats its last observation with reward 0.
-    fn step<'py>(slf: &Bound<'py, Self>, actions: &Bound<'py, PyAny>) -> PyResult<BatchStep<'py>> {
-        guard(|| exclusive(slf)?.core.step_all(slf.py(), actions))
+    /// has ended repeats its last observation with reward 0, or with `autoreset=True` starts
+    /// its next goal (drawn from its stream) and returns its first observation (gymnasium's
+    /// next-step autoreset).
+    #[pyo3(signature = (actions, autoreset=false))]
+    fn step<'py>(
+        slf: &Bound<'py, Self>,
+        actions: &Bound<'py, PyAny>,
+        autoreset: bool,
+    ) -> PyResult<BatchStep<'py>> {
+        guard(|| exclusive(slf)?.core.step_all(slf.py(), actions, autoreset))
     }
 
     /// The number of environments.

@@ -78,9 +78,9 @@ impl ServedWorld {
     /// name given with anything else, or a split without tasks.
     pub fn task(&self, data: &ResetData) -> Result<u64, ProtocolError> {
         let invalid = |m: String| ProtocolError::new(ErrorCode::ValidationError, m);
-        let chosen = [data.task.is_some(), data.name.is_some()];
         let by_split = data.index.is_some() || data.seed.is_some() || data.split.is_some();
-        if chosen.iter().filter(|&&c| c).count() + usize::from(by_split) > 1 {
+        let ways = [data.task.is_some(), data.name.is_some(), by_split];
+        if ways.into_iter().filter(|&given| given).count() > 1 {
             return Err(invalid(
                 "give a `task` id, a task `name`, or a `split` with an `index` or a `seed`, \
                  not two of them"
