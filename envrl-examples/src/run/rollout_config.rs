@@ -136,7 +136,18 @@ impl ServerChoice {
             }
             _ => {}
         }
-        let urls: Vec<String> = server.split(',').map(|u| u.trim().to_string()).collect();
+        let written: Vec<&str> = server.split(',').map(str::trim).collect();
+        if let Some(url) = written.iter().find(|u| literal_password(u)) {
+            bail!(
+                "rollout.server: {url:?} holds a password, which the run's config.toml would \
+                 keep: name an environment variable in its place (the address's \
+                 user:${{ENVRL_SERVER_PASSWORD}}@host part) and set the variable"
+            );
+        }
+        let urls = written
+            .iter()
+            .map(|u| expand_variables(u))
+            .collect::<Result<Vec<String>>>()?;
         if let Some(tls) = urls.iter().find(|u| u.starts_with("https://")) {
             bail!(
                 "rollout.server: {tls:?}: this build speaks plain HTTP only (no TLS stack); reach \
@@ -172,6 +183,48 @@ impl ServerChoice {
             policy_dir: policy_dir.to_path_buf(),
         })
     }
+}
+
+/// Whether `url` writes a password out (`http://user:password@host`) rather than naming an
+/// environment variable for it (`http://user:${NAME}@host`).
+fn literal_password(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or("");
+    let Some((userinfo, _)) = authority.rsplit_once('@') else {
+        return false;
+    };
+    match userinfo.split_once(':') {
+        Some((_, password)) => {
+            !(password.starts_with("${") && password.ends_with('}') && password.len() > 3)
+        }
+        None => false,
+    }
+}
+
+/// `url` with each `${NAME}` replaced by the environment variable `NAME` (credentials stay
+/// out of the config; messages mask them).
+///
+/// # Errors
+/// An unset variable or an unclosed `${`, naming it.
+fn expand_variables(url: &str) -> Result<String> {
+    let mut out = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let Some(len) = rest[start + 2..].find('}') else {
+            bail!("rollout.server: {url:?} has a `${{` without its `}}`");
+        };
+        let name = &rest[start + 2..start + 2 + len];
+        let value = std::env::var(name).map_err(|_| {
+            anyhow::anyhow!(
+                "rollout.server names the environment variable {name}, which is not set"
+            )
+        })?;
+        out.push_str(&value);
+        rest = &rest[start + 3 + len..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -249,12 +302,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("set rollout.policy_dir"), "{err}");
-        // A password in an address is never repeated.
-        let err = ServerChoice::parse("http://me:s3cret@a:8000", None)
+        // A password written into the address is refused, without repeating it.
+        let err = ServerChoice::parse("http://me:s3cret@a:8000", Some(dir))
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("http://me:***@a:8000") && !err.contains("s3cret"),
+            err.contains("http://me:***@a:8000")
+                && err.contains("ENVRL_SERVER_PASSWORD")
+                && !err.contains("s3cret"),
             "{err}"
         );
         let config = RolloutConfig {
@@ -262,5 +317,32 @@ mod tests {
             ..RolloutConfig::default()
         };
         assert!(!config.describe().unwrap().contains("s3cret"));
+    }
+
+    #[test]
+    fn credentials_come_from_environment_variables() {
+        assert!(literal_password("http://me:pw@a:8000/v1"));
+        assert!(!literal_password("http://me:${PW}@a:8000"));
+        assert!(!literal_password("http://me@a:8000") && !literal_password("http://a:8000"));
+        assert!(literal_password("http://me:${}@a:8000"));
+        // SAFETY of the test: the variable is this test's own.
+        unsafe { std::env::set_var("ENVRL_TEST_ROLLOUT_PW", "s3cret") };
+        let dir = Path::new("/shared/adapters");
+        let choice = ServerChoice::parse("http://me:${ENVRL_TEST_ROLLOUT_PW}@a:8000", Some(dir));
+        match choice.unwrap() {
+            ServerChoice::Urls { urls, .. } => assert_eq!(urls, ["http://me:s3cret@a:8000"]),
+            other => panic!("{other:?}"),
+        }
+        let err = ServerChoice::parse("http://me:${ENVRL_TEST_UNSET_PW}@a:8000", Some(dir))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ENVRL_TEST_UNSET_PW") && err.contains("not set"),
+            "{err}"
+        );
+        let err = expand_variables("http://me:${OPEN@a")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("without its"), "{err}");
     }
 }
