@@ -86,3 +86,58 @@ def test_arguments_that_mean_nothing_are_refused():
             envs.reset()
         with pytest.raises(RuntimeError, match="is closed"):
             envs.step(["look"])
+
+
+def test_the_drop_ins_take_verl_agents_make_envs_calls(alfworld_data, webshop_data, monkeypatch):
+    """The three calls of verl-agent's ``make_envs`` (agent_system/environments/env_manager.py,
+    HEAD), argument for argument, with its default config values."""
+    from types import SimpleNamespace as NS
+
+    from envrl.verl_agent import build_alfworld_envs, build_sokoban_envs, build_webshop_envs
+
+    config = NS(
+        env=NS(
+            seed=0,
+            max_steps=50,
+            alfworld=NS(eval_dataset="eval_out_of_distribution"),
+            sokoban=NS(dim_room=[6, 6], num_boxes=1, search_depth=30, mode="tiny_rgb_array"),
+            webshop=NS(human_goals=False),
+        ),
+        data=NS(train_batch_size=2, val_batch_size=3),
+    )
+    group_n = 2
+    resources_per_worker = {"num_cpus": 0.1, "num_gpus": 0}
+    alf_config_path = "agent_system/environments/env_package/alfworld/configs/config_tw.yaml"
+    built = []
+
+    monkeypatch.setenv("ALFWORLD_DATA", str(alfworld_data))  # where verl-agent's config points
+    env_kwargs = {"eval_dataset": config.env.alfworld.eval_dataset}
+    _envs = build_alfworld_envs(alf_config_path, config.env.seed, config.data.train_batch_size, group_n, is_train=True, env_kwargs=env_kwargs, resources_per_worker=resources_per_worker)  # noqa: E501
+    _val_envs = build_alfworld_envs(alf_config_path, config.env.seed + 1000, config.data.val_batch_size, 1, is_train=False, env_kwargs=env_kwargs, resources_per_worker=resources_per_worker)  # noqa: E501
+    built += [(_envs, 4), (_val_envs, 3)]
+
+    env_kwargs = {
+        "dim_room": config.env.sokoban.dim_room,
+        "num_boxes": config.env.sokoban.num_boxes,
+        "max_steps": config.env.max_steps,
+        "search_depth": config.env.sokoban.search_depth,
+    }
+    _envs = build_sokoban_envs(config.env.seed, config.data.train_batch_size, group_n, mode=config.env.sokoban.mode, is_train=True, env_kwargs=env_kwargs, resources_per_worker=resources_per_worker)  # noqa: E501
+    _val_envs = build_sokoban_envs(config.env.seed + 1000, config.data.val_batch_size, 1, mode=config.env.sokoban.mode, is_train=False, env_kwargs=env_kwargs, resources_per_worker=resources_per_worker)  # noqa: E501
+    built += [(_envs, 4), (_val_envs, 3)]
+
+    env_kwargs = {
+        "observation_mode": "text",
+        "num_products": None,
+        "human_goals": config.env.webshop.human_goals,
+        "file_path": str(webshop_data / "items_shuffle_1000.json"),
+        "attr_path": str(webshop_data / "items_ins_v2_1000.json"),
+    }
+    _envs = build_webshop_envs(seed=config.env.seed, env_num=config.data.train_batch_size, group_n=group_n, is_train=True, env_kwargs=env_kwargs, resources_per_worker=resources_per_worker)  # noqa: E501
+    _val_envs = build_webshop_envs(seed=config.env.seed + 1000, env_num=config.data.val_batch_size, group_n=1, is_train=False, env_kwargs=env_kwargs, resources_per_worker=resources_per_worker)  # noqa: E501
+    built += [(_envs, 4), (_val_envs, 3)]
+
+    for envs, n in built:
+        first = envs.reset()
+        assert len(first[0]) == n, type(envs).__name__
+        envs.close()
