@@ -9,13 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/envrl-target}"
 VENV="${EXPORT_VENV:-$HOME/.cache/envrl-tools/export-venv}"
-PINS="torch==2.15.0 transformers==5.24.0 peft==0.21.2 gguf==0.19.0 safetensors==0.8.0 numpy==2.4.6"
-if ! "$VENV/bin/python" -c "import torch, transformers, peft, gguf" 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet $PINS
-fi
+source scripts/lib/python-tools.sh
+install_export_readers "$VENV"
 
-cargo build --release -p envrl-examples
+# The workspace's build (what the tests built): a `-p` build would unify other features and
+# compile envrl-algos and envrl-examples again.
+cargo build --workspace --release --bins
 ENVRL="$CARGO_TARGET_DIR/release/envrl"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

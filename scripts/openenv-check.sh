@@ -13,10 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/envrl-target}"
 VENV="${OPENENV_VENV:-$HOME/.cache/envrl-tools/openenv-venv}"
-if ! "$VENV/bin/python" -c "import openenv, zstandard, sys; sys.exit(openenv.__version__ != '0.10.0')" 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet "openenv==0.10.0" zstandard
-fi
+source scripts/lib/python-tools.sh
+install_openenv "$VENV"
 BIN="$CARGO_TARGET_DIR/release/envrl"
 [[ -x $BIN ]] || cargo build --workspace --release --bins
 LOGS=$(mktemp -d)

