@@ -29,7 +29,7 @@ ENVRL_LLAMA_PYTHON="$VENV/bin/python" ENVRL_VLLM_PYTHON="$VLLM_VENV/bin/python" 
 # plays ahead, are trained end to end on vLLM by scripts/two-node-check.sh.)
 MODEL="${ENVRL_MODELS:-$HOME/.cache/envrl-models}/SmolLM2-135M-Instruct.Q4_1.gguf"
 if [[ -f $MODEL ]]; then
-  cargo build --release -p envrl-examples --bin envrl
+  cargo build --workspace --release --bins # the tests' build: no -p rebuild
   RUN=$(mktemp -d)
   trap 'rm -rf "$RUN"' EXIT
   ENVRL_LLAMA_PYTHON="$VENV/bin/python" "$CARGO_TARGET_DIR/release/envrl" train keydoor --quiet \

