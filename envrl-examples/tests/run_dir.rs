@@ -353,6 +353,31 @@ fn a_resume_that_fails_changes_nothing_and_a_foreign_checkpoint_is_refused() {
     }
 }
 
+#[test]
+fn the_model_flag_counts_when_a_server_setting_is_checked() {
+    // `--model` comes after `--set` on the command line's way into the config: a server
+    // setting that needs a pretrained model sees it (the model file is then what fails).
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("garbage.gguf");
+    std::fs::write(&garbage, "not a model").unwrap();
+    let out = train(
+        &dir.path().join("run"),
+        1,
+        &[
+            "--model",
+            garbage.to_str().unwrap(),
+            "--set",
+            "rollout.server=spawn:llama-cpp",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("garbage.gguf") && !stderr.contains("needs a pretrained model"),
+        "{stderr}"
+    );
+}
+
 /// A small tmpfs mounted for the test's lifetime (root on Linux only).
 struct Tmpfs(std::path::PathBuf);
 

@@ -81,8 +81,9 @@ impl EvalArgs {
 
     /// `--model`: the config from --config or --preset, the model from --model.
     fn evaluate_model(self, model: ModelSource, ranks: &Ranks) -> Result<()> {
+        // Validated once the model is in.
         let mut config = RunConfig::from_flags(self.config.as_deref(), self.preset, self.env)?
-            .with_overrides(&self.overrides)?;
+            .overridden(&self.overrides)?;
         if let Some(split) = &self.split {
             config.env = config.env.with_eval_split(split)?;
         }

@@ -86,7 +86,8 @@ impl RunArgs {
     pub fn config(&self, env: EnvName) -> Result<RunConfig> {
         let mut config = RunConfig::from_flags(self.config.as_deref(), self.preset, env)?
             .with_algorithm(self.algo.as_deref(), self.aux.as_deref())?
-            .with_overrides(&self.overrides)?;
+            .overridden(&self.overrides)?;
+        // Validated once the flags are in (a server setting needs `--model`'s model).
         if let Some(seed) = self.seed {
             config.trainer.seed = seed;
         }

@@ -439,8 +439,20 @@ impl RunConfig {
     /// is not valid TOML), re-validating the result.
     ///
     /// # Errors
-    /// When an override is malformed or names an unknown field.
+    /// When an override is malformed or names an unknown field, or the result does not
+    /// validate.
     pub fn with_overrides(self, overrides: &[String]) -> Result<Self> {
+        let config = self.overridden(overrides)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// [`RunConfig::with_overrides`] without the validation, for a caller that changes more
+    /// (command-line flags) and validates the whole.
+    ///
+    /// # Errors
+    /// When an override is malformed or names an unknown field.
+    pub(crate) fn overridden(self, overrides: &[String]) -> Result<Self> {
         if overrides.is_empty() {
             return Ok(self);
         }
@@ -466,9 +478,7 @@ impl RunConfig {
                 .with_context(|| format!("override `{item}`: `{path}` is not inside a section"))?;
             table.insert(keys[keys.len() - 1].to_string(), value);
         }
-        let config: Self = tree.try_into().context("after applying the overrides")?;
-        config.validate()?;
-        Ok(config)
+        tree.try_into().context("after applying the overrides")
     }
 
     /// Selects the estimator and objectives by name (`--algo`, `--aux`).
