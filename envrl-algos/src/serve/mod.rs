@@ -37,7 +37,7 @@ pub use api::{
 pub use engine::{ENGINES, Engine};
 pub use live::{LiveServers, PolicyFiles, version_name};
 pub use llama_cpp::LlamaCpp;
-pub use pool::{PoolConfig, ServerPool, detect_engine};
+pub use pool::{DEFAULT_REQUEST_TIMEOUT, PoolConfig, ServerPool, detect_engine};
 pub use sglang::Sglang;
 pub use spawned::{SpawnConfig, SpawnedLlamaCpp};
 pub use spawned_vllm::{SpawnedVllm, VllmSpawnConfig, vllm_max_lora_rank};

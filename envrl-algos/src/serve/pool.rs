@@ -32,8 +32,12 @@ pub struct PoolConfig {
     pub backoff: Duration,
 }
 
+/// How long one sampling request may take unless told: two minutes.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
 impl PoolConfig {
-    /// `urls` with 8 requests in flight per server, 120 s per request, 3 retries from 0.5 s.
+    /// `urls` with 8 requests in flight per server, [`DEFAULT_REQUEST_TIMEOUT`] per request,
+    /// 3 retries from 0.5 s.
     pub fn new(urls: Vec<String>, vocab_size: usize) -> Self {
         Self {
             urls,
@@ -41,7 +45,7 @@ impl PoolConfig {
             vocab_size,
             model: None,
             in_flight: 8,
-            timeout: Duration::from_secs(120),
+            timeout: DEFAULT_REQUEST_TIMEOUT,
             retries: 3,
             backoff: Duration::from_millis(500),
         }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use envrl_algos::serve::redact_credentials;
+use envrl_algos::serve::{DEFAULT_REQUEST_TIMEOUT, redact_credentials};
 use serde::{Deserialize, Serialize};
 
 /// Where the rollouts are sampled.
@@ -45,9 +45,6 @@ pub struct RolloutConfig {
 /// The longest wait a `[rollout]` timeout accepts: a day.
 const MAX_TIMEOUT_S: f64 = 86_400.0;
 
-/// The sampling request's time limit when `request_timeout_s` is not set.
-pub(crate) const DEFAULT_REQUEST_TIMEOUT_S: f64 = 120.0;
-
 impl RolloutConfig {
     /// Refuses a `rollout.server` that cannot be used (an unknown engine, an address that is not
     /// plain `http://`, an address given twice, addresses without `policy_dir`), with the rest
@@ -82,7 +79,8 @@ impl RolloutConfig {
 
     /// The time limit of one sampling request.
     pub(crate) fn request_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.request_timeout_s.unwrap_or(DEFAULT_REQUEST_TIMEOUT_S))
+        self.request_timeout_s
+            .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_secs_f64)
     }
 
     /// The time a spawned server may take to start, `default_s` unless set.
