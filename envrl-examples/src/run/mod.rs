@@ -293,7 +293,7 @@ impl Run<'_> {
         // Everything that can fail on bad input (config, data, model file, memory) is checked
         // by the end of this step: only then does the run touch its directory.
         let loaded = model::load(config, &setup, &self.device(), &|line| self.say(line))?;
-        let loaded_pretrained = loaded.pretrained.clone();
+        let (served_lm, served_tokenizer) = (loaded.lm.clone(), loaded.hf_tokenizer.clone());
         plan.apply(dir)?;
         let resume_from = plan.resume_from;
         // A fresh run writes its config at once; a resumed one only once it has resumed, so
@@ -344,7 +344,7 @@ impl Run<'_> {
         .build(model)?
         .with_checkpoint_dir(dir.join("checkpoints"))
         .with_collective(options.ranks.collective());
-        if let Some(server) = rollout_server::policy_server(config, loaded_pretrained.as_ref())? {
+        if let Some(server) = rollout_server::policy_server(config, &served_lm, served_tokenizer)? {
             if let Some(place) = config.rollout.describe() {
                 self.say(format!("rollouts sampled by {place}"));
             }

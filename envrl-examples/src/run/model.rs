@@ -24,9 +24,9 @@ pub(crate) struct LoadedModel {
     pub demonstrations: Option<Vec<Demonstration>>,
     /// The word tokenizer built for the tiny model, which the run directory keeps.
     word_tokenizer: Option<Arc<WordTokenizer>>,
-    /// A pretrained model's architecture and tokenizer, which a rollout server is given (so
+    /// A pretrained model's tokenizer, which a rollout server is given with [`Self::lm`] (so
     /// the model is read once).
-    pub pretrained: Option<(LmConfig, Arc<HfTokenizer>)>,
+    pub hf_tokenizer: Option<Arc<HfTokenizer>>,
     /// The model's architecture.
     pub lm: LmConfig,
 }
@@ -72,7 +72,7 @@ pub(crate) fn load(
                 model,
                 demonstrations,
                 word_tokenizer: Some(tokenizer),
-                pretrained: None,
+                hf_tokenizer: None,
                 lm: lm_config,
             }
         }
@@ -85,8 +85,8 @@ pub(crate) fn load(
                 model: pretrained.model,
                 demonstrations: None,
                 word_tokenizer: None,
-                lm: pretrained.config.clone(),
-                pretrained: Some((pretrained.config, tokenizer)),
+                lm: pretrained.config,
+                hf_tokenizer: Some(tokenizer),
             }
         }
     };

@@ -41,7 +41,8 @@ fn pretrained_path<'a>(config: &'a RunConfig, server: &str) -> Result<&'a Path> 
 /// without `policy_dir`, an interpreter without the engine, or a server that does not start.
 pub(crate) fn policy_server(
     config: &RunConfig,
-    pretrained: Option<&(LmConfig, Arc<HfTokenizer>)>,
+    lm_config: &LmConfig,
+    tokenizer: Option<Arc<HfTokenizer>>,
 ) -> Result<Option<RolloutServer>> {
     let rollout = &config.rollout;
     let Some(server) = rollout.server.as_deref() else {
@@ -49,10 +50,9 @@ pub(crate) fn policy_server(
     };
     let choice = ServerChoice::parse(server, rollout.policy_dir.as_deref())?;
     let path = pretrained_path(config, server)?;
-    let Some((lm_config, tokenizer)) = pretrained else {
+    let Some(tokenizer) = tokenizer else {
         bail!("rollout.server = {server:?}: the run's pretrained model was not loaded");
     };
-    let (lm_config, tokenizer) = (lm_config.clone(), tokenizer.clone());
     let threads = rollout.threads.unwrap_or(1);
     let parallel = rollout.parallel.unwrap_or(4);
     Ok(Some(match choice {

@@ -1,6 +1,6 @@
 //! Who owns a run directory, and what a resumed run may change.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -243,19 +243,16 @@ pub(crate) struct KeptMetrics {
 
 pub(crate) fn metrics_before(text: &str, iteration: usize) -> KeptMetrics {
     let mut by_iteration: BTreeMap<usize, &str> = BTreeMap::new();
-    let mut repeated = Vec::new();
+    let mut repeated = BTreeSet::new();
     for line in text.lines() {
         let Ok(record) = serde_json::from_str::<IterationMetrics>(line) else {
             continue;
         };
-        if record.iteration < iteration
-            && by_iteration.insert(record.iteration, line).is_some()
-            && !repeated.contains(&record.iteration)
-        {
-            repeated.push(record.iteration);
+        if record.iteration < iteration && by_iteration.insert(record.iteration, line).is_some() {
+            repeated.insert(record.iteration);
         }
     }
-    repeated.sort_unstable();
+    let repeated = repeated.into_iter().collect();
     let missing = (0..iteration)
         .filter(|i| !by_iteration.contains_key(i))
         .collect();
